@@ -1,0 +1,896 @@
+"""SONiC config_db.json -> a validated, typed switch configuration.
+
+The emulated switch reads the tables SONiC uses, with SONiC's names and semantics, and
+rejects what it does not understand: every error is one line,
+``<file>: <TABLE>|<key>: <field>: <problem>``, so a config that loads here is one an
+engineer can load on a SONiC switch.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import string
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import core_schema
+
+TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
+
+
+class ConfigError(ValueError):
+    """A config_db.json problem, phrased as ``file: TABLE|key: field: problem``."""
+
+
+@dataclass(frozen=True)
+class Port:
+    name: str  # Ethernet0, Ethernet4, ...
+    speed_mbps: int
+    mtu: int
+    admin_up: bool = True
+    alias: str = ""
+
+
+@dataclass(frozen=True)
+class Vlan:
+    name: str  # Vlan100
+    vid: int
+    members: dict[str, TaggingMode] = field(default_factory=dict)  # port -> mode
+    addresses: tuple[IPv4Interface, ...] = ()  # VLAN_INTERFACE (SVI) addresses
+
+
+@dataclass(frozen=True)
+class StaticRoute:
+    prefix: IPv4Network
+    nexthops: tuple[IPv4Address, ...] = ()
+    ifnames: tuple[str, ...] = ()  # parallel to nexthops when given
+    distance: int = 1
+    blackhole: bool = False
+
+
+@dataclass(frozen=True)
+class PortQos:
+    """PORT_QOS_MAP for one port (or ``global``): map names and PFC settings."""
+
+    dscp_to_tc_map: str | None = None
+    dot1p_to_tc_map: str | None = None
+    tc_to_pg_map: str | None = None
+    tc_to_queue_map: str | None = None
+    pfc_to_queue_map: str | None = None
+    pfc_to_pg_map: str | None = None
+    pfc_enable: frozenset[int] = frozenset()
+    pfcwd_sw_enable: frozenset[int] = frozenset()
+    scheduler: str | None = None
+
+
+@dataclass(frozen=True)
+class BufferPool:
+    name: str
+    type: Literal["ingress", "egress", "both"]
+    mode: Literal["static", "dynamic"]
+    size: int
+    xoff: int = 0  # shared headroom pool size
+
+
+@dataclass(frozen=True)
+class BufferProfile:
+    name: str
+    pool: str
+    size: int
+    dynamic_th: int | None = None  # alpha = 2 ** dynamic_th of the free pool
+    static_th: int | None = None
+    xon: int | None = None
+    xoff: int | None = None
+    xon_offset: int | None = None
+
+
+@dataclass(frozen=True)
+class WredColor:
+    enable: bool
+    min_threshold: int
+    max_threshold: int
+    drop_probability: int  # percent
+
+
+@dataclass(frozen=True)
+class WredProfile:
+    name: str
+    ecn: str  # ecn_none, ecn_green, ecn_yellow, ecn_red, ecn_green_yellow, ..., ecn_all
+    green: WredColor | None = None
+    yellow: WredColor | None = None
+    red: WredColor | None = None
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    name: str
+    type: Literal["STRICT", "DWRR", "WRR"]
+    weight: int | None = None
+    priority: int | None = None
+    cir: int | None = None
+    pir: int | None = None
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    scheduler: str | None = None
+    wred_profile: str | None = None
+
+
+@dataclass(frozen=True)
+class PfcWatchdog:
+    action: Literal["drop", "forward", "alert"] = "drop"
+    detection_time_ms: int = 200
+    restoration_time_ms: int = 200
+
+
+@dataclass(frozen=True)
+class Qos:
+    """Every QoS table, references already resolved and checked by the loader."""
+
+    dscp_to_tc: dict[str, dict[int, int]] = field(default_factory=dict)
+    dot1p_to_tc: dict[str, dict[int, int]] = field(default_factory=dict)
+    tc_to_pg: dict[str, dict[int, int]] = field(default_factory=dict)
+    tc_to_queue: dict[str, dict[int, int]] = field(default_factory=dict)
+    pfc_priority_to_queue: dict[str, dict[int, int]] = field(default_factory=dict)
+    pfc_priority_to_pg: dict[str, dict[int, int]] = field(default_factory=dict)
+    port_qos: dict[str, PortQos] = field(default_factory=dict)  # port or "global"
+    buffer_pools: dict[str, BufferPool] = field(default_factory=dict)
+    buffer_profiles: dict[str, BufferProfile] = field(default_factory=dict)
+    buffer_pg: dict[tuple[str, int], str] = field(default_factory=dict)  # (port, pg) -> profile
+    buffer_queue: dict[tuple[str, int], str] = field(default_factory=dict)  # (port, q) -> profile
+    cable_length_m: dict[str, int] = field(default_factory=dict)  # port -> metres
+    wred_profiles: dict[str, WredProfile] = field(default_factory=dict)
+    schedulers: dict[str, Scheduler] = field(default_factory=dict)
+    queues: dict[tuple[str, int], QueueConfig] = field(default_factory=dict)  # (port, q)
+    pfc_wd: dict[str, PfcWatchdog] = field(default_factory=dict)  # port -> settings
+    pfc_wd_poll_interval_ms: int = 200
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    path: str
+    hostname: str
+    mac: str  # system MAC, lower-case aa:bb:cc:dd:ee:ff; every router interface uses it
+    type: str = ""
+    hwsku: str = ""
+    buffer_model: str = "traditional"
+    ports: dict[str, Port] = field(default_factory=dict)
+    vlans: dict[str, Vlan] = field(default_factory=dict)
+    interfaces: dict[str, tuple[IPv4Interface, ...]] = field(default_factory=dict)  # routed ports
+    loopbacks: dict[str, tuple[IPv4Interface, ...]] = field(default_factory=dict)
+    static_routes: tuple[StaticRoute, ...] = ()
+    qos: Qos = field(default_factory=Qos)
+
+
+def port_name(iface: str) -> str:
+    """Map a containerlab wire name to SONiC-VS's port name: eth1 -> Ethernet0, ethN -> 4*(N-1)."""
+    if not iface.startswith("eth") or not iface[3:].isdigit() or int(iface[3:]) < 1:
+        raise ValueError(f"{iface!r} is not a switch data port (expected eth1, eth2, ...)")
+    return f"Ethernet{4 * (int(iface[3:]) - 1)}"
+
+
+def iface_name(port: str) -> str:
+    """Inverse of port_name: Ethernet8 -> eth3."""
+    if not port.startswith("Ethernet") or not port[8:].isdigit() or int(port[8:]) % 4:
+        raise ValueError(f"{port!r} is not an EthernetN port with N a multiple of 4")
+    return f"eth{int(port[8:]) // 4 + 1}"
+
+
+# --------------------------------------------------------------------------- loader
+#
+# parse() walks the tables in dependency order (PORT before anything naming a port, maps
+# before PORT_QOS_MAP, ...), so every entry can check its references against what is
+# already accepted. Entry parsers raise _Invalid(problem, field); parse() adds the file,
+# table and key, which keeps every message on one line in one format.
+
+
+def load(path: str | os.PathLike[str]) -> SwitchConfig:
+    """Read and validate a config_db.json file."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError(f"{name}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{name}: invalid JSON: not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{name}: invalid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+    return parse(data, name)
+
+
+def parse(data: dict[str, Any], path: str) -> SwitchConfig:
+    """Validate config_db.json content; *path* only names the source in error messages."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a JSON object of tables")
+    _reject_unknown_tables(data, path)
+    draft = _Draft()
+    for table, parse_entry in _TABLES.items():
+        entries = data.get(table, {})
+        if not isinstance(entries, dict):
+            raise ConfigError(_one_line(f"{path}: {table}: must be a JSON object of entries"))
+        for key, fields in entries.items():
+            try:
+                if not isinstance(fields, dict):
+                    raise _Invalid(f"entry must be a JSON object, not {fields!r}")
+                parse_entry(draft, key, fields)
+            except _Invalid as invalid:
+                raise ConfigError(invalid.message(path, f"{table}|{key}")) from None
+    return draft.finish(path)
+
+
+# Accepted and left alone: the control plane (FRR in real SONiC) and management settings.
+_IGNORED_TABLES = frozenset({
+    "BGP_NEIGHBOR", "BGP_PEER_RANGE", "BGP_GLOBALS", "MGMT_INTERFACE", "MGMT_PORT", "FEATURE",
+    "NTP_SERVER", "SYSLOG_SERVER", "DNS_NAMESERVER", "FLEX_COUNTER_TABLE", "CRM", "VERSIONS",
+    "SNMP", "SNMP_COMMUNITY", "KDUMP", "AUTO_TECHSUPPORT",
+})
+_NO_IPV6 = "IPv6 is not supported by the emulated switch yet"
+
+
+def _reject_unknown_tables(data: dict[str, Any], path: str) -> None:
+    """A table we would silently skip is config the engineer believes is in force."""
+    known = [*_TABLES, *_IGNORED_TABLES]
+    for table in data:
+        if table not in known:
+            close = difflib.get_close_matches(table, known, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ConfigError(_one_line(
+                f"{path}: {table}: unknown table ({hint}rocelab reads the tables listed in docs/lab-guide.md)"))
+
+
+def _one_line(message: str) -> str:
+    """Keys come from the file; a stray newline in one must not split the message."""
+    return message.replace("\n", "\\n")
+
+
+class _Invalid(ValueError):
+    """One problem in one entry; parse() adds the file, table and key.
+
+    A ValueError, so the pydantic validators below can raise it too.
+    """
+
+    def __init__(self, problem: str, field: str | None = None):
+        super().__init__(problem)
+        self.problem = problem
+        self.field = field
+
+    def message(self, path: str, where: str) -> str:
+        parts = [path, where, *([self.field] if self.field else []), self.problem]
+        return _one_line(": ".join(parts))
+
+
+@contextmanager
+def _in_field(name: str) -> Iterator[None]:
+    """Attribute problems found by plain (non-pydantic) checks to field *name*."""
+    try:
+        yield
+    except _Invalid as invalid:
+        raise _Invalid(invalid.problem, invalid.field or name) from None
+
+
+# ---- value types: config_db.json writes every number as a string ("9100")
+
+
+def _integer(value: object) -> int:
+    """A config_db integer: "9100" as SONiC writes it, or a plain JSON 9100."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isascii() and value.removeprefix("-").isdigit():
+        return int(value)
+    raise _Invalid(f"{value!r} is not an integer")
+
+
+@dataclass(frozen=True)
+class _Between:
+    """``Annotated[int, _Between(lo, hi)]``: an integer in lo..hi (no upper bound if hi is None).
+
+    Also callable on its own, for values that are not pydantic fields (map entries, key indices).
+    """
+
+    lo: int
+    hi: int | None = None
+
+    def __call__(self, value: object) -> int:
+        number = _integer(value)
+        if self.hi is None and number < self.lo:
+            raise _Invalid(f"must be at least {self.lo} (got {number})")
+        if self.hi is not None and not self.lo <= number <= self.hi:
+            raise _Invalid(f"must be between {self.lo} and {self.hi} (got {number})")
+        return number
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self, handler(source))
+
+
+def _flag(value: object) -> bool:
+    """SONiC booleans are the strings "true"/"false"; pydantic's lax bool would take "yes", "1"..."""
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise _Invalid(f'must be "true" or "false" (got {value!r})')
+
+
+def _mac(value: str) -> str:
+    """Every router interface sends from the system MAC, so it must be a unicast address."""
+    octets = value.split(":")
+    if len(octets) != 6 or not all(len(o) == 2 and set(o) <= set(string.hexdigits) for o in octets):
+        raise _Invalid(f"{value!r} is not a MAC address like 02:52:4c:00:01:01")
+    if int(octets[0], 16) & 1:
+        raise _Invalid(f"{value} is a multicast address; the system MAC must be unicast")
+    return value.lower()
+
+
+def _comma_list(value: object) -> list[str]:
+    """SONiC's list-in-a-string form: "10.0.0.0,10.0.0.2"; "" is the empty list."""
+    if not isinstance(value, str):
+        raise _Invalid(f"must be a comma-separated string (got {value!r})")
+    return [item.strip() for item in value.split(",")] if value else []
+
+
+def _priorities(value: object) -> frozenset[int]:
+    """pfc_enable / pfcwd_sw_enable: "3,4" (a lone JSON 3 is fine too)."""
+    items = [value] if isinstance(value, int) else _comma_list(value)
+    return frozenset(_Between(0, 7)(item) for item in items)
+
+
+def _ipv4_address(text: str) -> IPv4Address:
+    if ":" in text:
+        raise _Invalid(_NO_IPV6)
+    try:
+        return IPv4Address(text)
+    except ValueError:
+        raise _Invalid(f"{text!r} is not an IPv4 address") from None
+
+
+def _ipv4_interface(text: str) -> IPv4Interface:
+    """An address with its prefix length, as in ``INTERFACE|Ethernet0|10.0.0.1/31``."""
+    if ":" in text:
+        raise _Invalid(_NO_IPV6)
+    if "/" not in text:
+        raise _Invalid(f"{text!r} needs a prefix length (a.b.c.d/len)")
+    try:
+        return IPv4Interface(text)
+    except ValueError:
+        raise _Invalid(f"{text!r} is not an IPv4 address with a prefix length") from None
+
+
+def _ipv4_network(text: str) -> IPv4Network:
+    """A route prefix; host bits set usually means a typo, so say which network was meant."""
+    interface = _ipv4_interface(text)
+    if interface.ip != interface.network.network_address:
+        raise _Invalid(f"{text} has host bits set (did you mean {interface.network}?)")
+    return interface.network
+
+
+_Bytes = Annotated[int, _Between(0)]
+_OptionalBytes = Annotated[int | None, _Between(0)]
+_Flag = Annotated[bool, BeforeValidator(_flag)]
+_Priorities = Annotated[frozenset[int], BeforeValidator(_priorities)]
+_Nexthops = Annotated[
+    tuple[IPv4Address, ...], BeforeValidator(lambda v: [_ipv4_address(a) for a in _comma_list(v)])
+]
+_Names = Annotated[tuple[str, ...], BeforeValidator(_comma_list)]
+_EcnMode = Literal["ecn_none", "ecn_green", "ecn_yellow", "ecn_red", "ecn_green_yellow",
+                  "ecn_green_red", "ecn_yellow_red", "ecn_all"]
+
+
+# ---- one pydantic model per entry type: field names and types exactly as SONiC writes them
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Empty(_Entry):
+    """INTERFACE-style entries: the key says it all; any field is one we do not model."""
+
+
+class _DeviceMetadata(_Entry):
+    hostname: str = Field(min_length=1)
+    mac: Annotated[str, AfterValidator(_mac)]
+    hwsku: str = ""
+    type: str = ""
+    platform: str = ""
+    buffer_model: Literal["traditional", "dynamic"] = "traditional"
+    default_pfcwd_status: Literal["enable", "disable"] = "disable"
+    bgp_asn: Annotated[int | None, _Between(1, 2**32 - 1)] = None
+
+
+class _PortFields(_Entry):
+    speed: Annotated[int, _Between(1)]  # Mb/s
+    mtu: Annotated[int, _Between(68, 9216)] = 9100
+    admin_status: Literal["up", "down"] = "up"
+    alias: str = ""
+    lanes: str = ""
+    index: _OptionalBytes = None
+    fec: str = ""
+    autoneg: str = ""
+
+
+class _VlanFields(_Entry):
+    vlanid: Annotated[int, _Between(2, 4094)]
+    members: list[str] = []  # VLAN_MEMBER is authoritative; only checked to name ports
+
+
+class _VlanMemberFields(_Entry):
+    tagging_mode: TaggingMode
+
+
+class _StaticRouteFields(_Entry):
+    nexthop: _Nexthops = ()
+    ifname: _Names = ()
+    distance: Annotated[int, _Between(0, 255)] = 1
+    blackhole: _Flag = False
+
+
+class _PortQosFields(_Entry):
+    dscp_to_tc_map: str | None = None
+    dot1p_to_tc_map: str | None = None
+    tc_to_pg_map: str | None = None
+    tc_to_queue_map: str | None = None
+    pfc_to_queue_map: str | None = None
+    pfc_to_pg_map: str | None = None
+    pfc_enable: _Priorities = frozenset()
+    pfcwd_sw_enable: _Priorities = frozenset()
+    scheduler: str | None = None
+
+
+class _BufferPoolFields(_Entry):
+    type: Literal["ingress", "egress", "both"]
+    mode: Literal["static", "dynamic"]
+    size: _Bytes
+    xoff: _Bytes = 0
+
+
+class _BufferProfileFields(_Entry):
+    pool: str
+    size: _Bytes
+    dynamic_th: Annotated[int | None, _Between(-8, 7)] = None
+    static_th: _OptionalBytes = None
+    xon: _OptionalBytes = None
+    xoff: _OptionalBytes = None
+    xon_offset: _OptionalBytes = None
+
+
+class _BufferRefFields(_Entry):
+    """BUFFER_PG and BUFFER_QUEUE entries."""
+
+    profile: str
+
+
+class _WredFields(_Entry):
+    ecn: _EcnMode = "ecn_none"
+    wred_green_enable: _Flag = False
+    green_min_threshold: _OptionalBytes = None
+    green_max_threshold: _OptionalBytes = None
+    green_drop_probability: Annotated[int | None, _Between(0, 100)] = None
+    wred_yellow_enable: _Flag = False
+    yellow_min_threshold: _OptionalBytes = None
+    yellow_max_threshold: _OptionalBytes = None
+    yellow_drop_probability: Annotated[int | None, _Between(0, 100)] = None
+    wred_red_enable: _Flag = False
+    red_min_threshold: _OptionalBytes = None
+    red_max_threshold: _OptionalBytes = None
+    red_drop_probability: Annotated[int | None, _Between(0, 100)] = None
+
+
+class _SchedulerFields(_Entry):
+    type: Literal["STRICT", "DWRR", "WRR"]
+    weight: Annotated[int | None, _Between(1, 100)] = None
+    priority: _OptionalBytes = None
+    cir: _OptionalBytes = None  # bytes/s
+    pir: _OptionalBytes = None
+    meter_type: Literal["packets", "bytes"] | None = None
+
+
+class _QueueFields(_Entry):
+    scheduler: str | None = None
+    wred_profile: str | None = None
+
+
+class _PfcWdFields(_Entry):
+    action: Literal["drop", "forward", "alert"] = "drop"
+    detection_time: Annotated[int, _Between(100, 5000)] = 200
+    restoration_time: Annotated[int, _Between(100, 60000)] = 200
+
+
+class _PfcWdGlobalFields(_Entry):
+    POLL_INTERVAL: Annotated[int, _Between(100, 1000)] = 200
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+# pydantic error type -> our one-line problem; {input} and the error's ctx are available
+_PYDANTIC_PROBLEMS = {
+    "extra_forbidden": "unknown field",
+    "missing": "required field is missing",
+    "literal_error": "must be {expected} (got {input!r})",
+    "string_type": "must be a string (got {input!r})",
+    "string_too_short": "must not be empty",
+    "list_type": "must be a list (got {input!r})",
+}
+
+
+def _validate(model: type[_M], fields: dict[str, Any]) -> _M:
+    """Validate with *model*, turning the first pydantic error into an _Invalid."""
+    try:
+        return model.model_validate(fields)
+    except ValidationError as e:
+        error = e.errors()[0]
+        ctx = error.get("ctx", {})
+        if error["type"] == "value_error":
+            problem = str(ctx["error"])
+        else:
+            template = _PYDANTIC_PROBLEMS.get(error["type"], error["msg"])
+            problem = template.format(input=error.get("input"), **ctx)
+        raise _Invalid(problem, ".".join(map(str, error["loc"])) or None) from None
+
+
+# ---- what has been accepted so far
+
+
+# QoS tables whose entries other tables refer to by name -> the Qos attribute holding them
+_QOS_NAMED = {
+    "DSCP_TO_TC_MAP": "dscp_to_tc",
+    "DOT1P_TO_TC_MAP": "dot1p_to_tc",
+    "TC_TO_PRIORITY_GROUP_MAP": "tc_to_pg",
+    "TC_TO_QUEUE_MAP": "tc_to_queue",
+    "MAP_PFC_PRIORITY_TO_QUEUE": "pfc_priority_to_queue",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": "pfc_priority_to_pg",
+    "SCHEDULER": "schedulers",
+    "WRED_PROFILE": "wred_profiles",
+    "BUFFER_POOL": "buffer_pools",
+    "BUFFER_PROFILE": "buffer_profiles",
+}
+
+
+@dataclass
+class _Draft:
+    """The entries accepted so far; later tables check their references against them."""
+
+    meta: _DeviceMetadata | None = None
+    ports: dict[str, Port] = field(default_factory=dict)
+    interfaces: dict[str, tuple[IPv4Interface, ...]] = field(default_factory=dict)
+    loopbacks: dict[str, tuple[IPv4Interface, ...]] = field(default_factory=dict)
+    vlans: dict[str, Vlan] = field(default_factory=dict)
+    routes: dict[IPv4Network, StaticRoute] = field(default_factory=dict)
+    qos: Qos = field(default_factory=Qos)  # its dicts are filled in place
+
+    def finish(self, path: str) -> SwitchConfig:
+        if self.meta is None:
+            raise ConfigError(
+                f"{path}: DEVICE_METADATA: the localhost entry (hostname, mac) is required"
+            )
+        meta = self.meta
+        return SwitchConfig(
+            path=path, hostname=meta.hostname, mac=meta.mac, type=meta.type, hwsku=meta.hwsku,
+            buffer_model=meta.buffer_model, ports=self.ports, vlans=self.vlans,
+            interfaces=self.interfaces, loopbacks=self.loopbacks,
+            static_routes=tuple(self.routes.values()), qos=self.qos,
+        )
+
+    def need_port(self, name: str) -> str:
+        if name not in self.ports:
+            raise _Invalid(f"port {name} is not in PORT")
+        return name
+
+    def need_vlan(self, name: str) -> str:
+        if name not in self.vlans:
+            raise _Invalid(f"VLAN {name} is not in VLAN")
+        return name
+
+    def ref(self, field_name: str, value: str, table: str) -> str:
+        """Resolve a reference to a *table* entry; SONiC also writes it "[TABLE|name]"."""
+        name = value
+        if value.startswith("[") and value.endswith("]"):
+            ref_table, _, name = value[1:-1].partition("|")
+            if ref_table != table:
+                raise _Invalid(f"{value!r} must refer to {table}", field_name)
+        if name not in getattr(self.qos, _QOS_NAMED[table]):
+            raise _Invalid(f"{name!r} is not in {table}", field_name)
+        return name
+
+    def refs(self, entry: BaseModel, tables: dict[str, str]) -> dict[str, str]:
+        """Resolve the optional reference fields of *entry* ({field: table}) that are given."""
+        given = entry.model_dump(include=set(tables), exclude_none=True)
+        return {name: self.ref(name, value, tables[name]) for name, value in given.items()}
+
+
+# ---- key shapes
+
+
+def _is_named(name: str, prefix: str) -> bool:
+    """``Ethernet8``-style names: prefix plus a number written the canonical way."""
+    number = name.removeprefix(prefix)
+    return (
+        name.startswith(prefix) and number.isascii() and number.isdigit()
+        and number == str(int(number))
+    )
+
+
+def _name_and_address(key: str) -> tuple[str, IPv4Interface | None]:
+    """``Ethernet0`` (L3 on) or ``Ethernet0|10.0.0.1/31`` (an address on it)."""
+    name, separator, address = key.partition("|")
+    return name, _ipv4_interface(address) if separator else None
+
+
+def _port_indices(draft: _Draft, key: str) -> list[tuple[str, int]]:
+    """``Ethernet0|3`` or ``Ethernet0|0-2`` -> [(port, index), ...] for PGs and queues 0..7."""
+    port, separator, indices = key.partition("|")
+    if not separator:
+        raise _Invalid("key must be Ethernet<N>|<index> or Ethernet<N>|<first>-<last>")
+    draft.need_port(port)
+    first, dash, last = indices.partition("-")
+    low = _Between(0, 7)(first)
+    high = _Between(0, 7)(last) if dash else low
+    if low > high:
+        raise _Invalid(f"range {indices!r} is backwards ({low} > {high})")
+    return [(port, index) for index in range(low, high + 1)]
+
+
+def _assign(target: dict[tuple[str, int], Any], keys: list[tuple[str, int]], value: object) -> None:
+    """Overlapping range keys would make the result depend on JSON key order: refuse them."""
+    for port, index in keys:
+        if (port, index) in target:
+            raise _Invalid(f"{port} index {index} is already set by another entry")
+        target[(port, index)] = value
+
+
+def _with_address(
+    addresses: dict[str, tuple[IPv4Interface, ...]], name: str, address: IPv4Interface | None
+) -> None:
+    addresses[name] = addresses.get(name, ()) + ((address,) if address else ())
+
+
+# ---- one parser per table: (draft, key, fields) -> None
+
+
+def _device_metadata(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    if key != "localhost":
+        raise _Invalid("only the 'localhost' entry is understood")
+    draft.meta = _validate(_DeviceMetadata, fields)
+
+
+def _port(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    if not _is_named(key, "Ethernet"):
+        raise _Invalid("port names must be Ethernet<N>")
+    entry = _validate(_PortFields, fields)
+    draft.ports[key] = Port(key, entry.speed, entry.mtu, entry.admin_status == "up", entry.alias)
+
+
+def _interface(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    port, address = _name_and_address(key)
+    draft.need_port(port)
+    _validate(_Empty, fields)
+    _with_address(draft.interfaces, port, address)
+
+
+def _loopback_interface(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    name, address = _name_and_address(key)
+    if not _is_named(name, "Loopback"):
+        raise _Invalid("loopback names must be Loopback<N>")
+    _validate(_Empty, fields)
+    _with_address(draft.loopbacks, name, address)
+
+
+def _vlan(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    if not _is_named(key, "Vlan"):
+        raise _Invalid("VLAN names must be Vlan<N>")
+    entry = _validate(_VlanFields, fields)
+    if entry.vlanid != int(key.removeprefix("Vlan")):
+        raise _Invalid(f"{entry.vlanid} does not match the VLAN name {key}", "vlanid")
+    with _in_field("members"):
+        for port in entry.members:
+            draft.need_port(port)
+    draft.vlans[key] = Vlan(key, entry.vlanid)
+
+
+def _vlan_member(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    vlan, separator, port = key.partition("|")
+    if not separator:
+        raise _Invalid("key must be Vlan<N>|Ethernet<M>")
+    draft.need_vlan(vlan)
+    draft.need_port(port)
+    if port in draft.interfaces:
+        raise _Invalid(f"port {port} is routed (INTERFACE|{port}); it cannot be a VLAN member too")
+    mode = _validate(_VlanMemberFields, fields).tagging_mode
+    if mode != "tagged":  # untagged and priority_tagged both make this the port's native VLAN
+        for other in draft.vlans.values():
+            if other.members.get(port, "tagged") != "tagged":
+                raise _Invalid(f"port {port} is already untagged in {other.name}", "tagging_mode")
+    draft.vlans[vlan].members[port] = mode
+
+
+def _vlan_interface(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    name, address = _name_and_address(key)
+    vlan = draft.vlans[draft.need_vlan(name)]
+    _validate(_Empty, fields)
+    if address:
+        draft.vlans[name] = replace(vlan, addresses=vlan.addresses + (address,))
+
+
+def _static_route(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    vrf, _, prefix_text = key.rpartition("|")
+    if vrf not in ("", "default"):
+        raise _Invalid(f"VRF {vrf!r} is not supported (only the default VRF)")
+    prefix = _ipv4_network(prefix_text)
+    if prefix in draft.routes:
+        raise _Invalid(f"route {prefix} is already given by another entry")
+    entry = _validate(_StaticRouteFields, fields)
+    if not entry.nexthop and not entry.blackhole:
+        raise _Invalid('needs a nexthop (or blackhole "true")')
+    if entry.nexthop and entry.blackhole:
+        raise _Invalid("a blackhole route takes no nexthop", "blackhole")
+    if entry.ifname and len(entry.ifname) != len(entry.nexthop):
+        count = f"{len(entry.ifname)} names for {len(entry.nexthop)} nexthops"
+        raise _Invalid(f"{count}; give one name per nexthop", "ifname")
+    for name in entry.ifname:
+        if name not in draft.ports and name not in draft.vlans:
+            raise _Invalid(f"{name} is not in PORT or VLAN", "ifname")
+    draft.routes[prefix] = StaticRoute(
+        prefix, entry.nexthop, entry.ifname, entry.distance, entry.blackhole
+    )
+
+
+def _qos_map(table: str, highest_key: int) -> Callable[[_Draft, str, dict[str, Any]], None]:
+    """A parser for a ``{"<key 0..highest_key>": "<value 0..7>"}`` map table."""
+
+    def parse_map(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+        mapping: dict[int, int] = {}
+        for source, target in fields.items():
+            with _in_field(source):
+                mapping[_Between(0, highest_key)(source)] = _Between(0, 7)(target)
+        getattr(draft.qos, _QOS_NAMED[table])[key] = mapping
+
+    return parse_map
+
+
+# PORT_QOS_MAP field -> the table its name refers to (the PortQos attributes have these names)
+_PORT_QOS_REFS = {
+    "dscp_to_tc_map": "DSCP_TO_TC_MAP",
+    "dot1p_to_tc_map": "DOT1P_TO_TC_MAP",
+    "tc_to_pg_map": "TC_TO_PRIORITY_GROUP_MAP",
+    "tc_to_queue_map": "TC_TO_QUEUE_MAP",
+    "pfc_to_queue_map": "MAP_PFC_PRIORITY_TO_QUEUE",
+    "pfc_to_pg_map": "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+    "scheduler": "SCHEDULER",
+}
+
+
+def _port_qos_map(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    if key != "global":
+        draft.need_port(key)
+    entry = _validate(_PortQosFields, fields)
+    draft.qos.port_qos[key] = PortQos(
+        **draft.refs(entry, _PORT_QOS_REFS),
+        pfc_enable=entry.pfc_enable,
+        pfcwd_sw_enable=entry.pfcwd_sw_enable,
+    )
+
+
+def _buffer_pool(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    entry = _validate(_BufferPoolFields, fields)
+    draft.qos.buffer_pools[key] = BufferPool(key, entry.type, entry.mode, entry.size, entry.xoff)
+
+
+def _buffer_profile(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    entry = _validate(_BufferProfileFields, fields)
+    pool = draft.ref("pool", entry.pool, "BUFFER_POOL")
+    if (entry.dynamic_th is None) == (entry.static_th is None):
+        raise _Invalid("needs exactly one of dynamic_th and static_th")
+    draft.qos.buffer_profiles[key] = BufferProfile(
+        key, pool, entry.size, entry.dynamic_th, entry.static_th, entry.xon, entry.xoff, entry.xon_offset
+    )
+
+
+def _buffer_pg(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    keys = _port_indices(draft, key)
+    profile = draft.ref("profile", _validate(_BufferRefFields, fields).profile, "BUFFER_PROFILE")
+    _assign(draft.qos.buffer_pg, keys, profile)
+
+
+def _buffer_queue(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    keys = _port_indices(draft, key)
+    profile = draft.ref("profile", _validate(_BufferRefFields, fields).profile, "BUFFER_PROFILE")
+    _assign(draft.qos.buffer_queue, keys, profile)
+
+
+def _cable_length(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    """``CABLE_LENGTH|AZURE``: {"Ethernet0": "40m"}; the key's name does not matter."""
+    for port, length in fields.items():
+        with _in_field(port):
+            draft.need_port(port)
+            if port in draft.qos.cable_length_m:
+                raise _Invalid("cable length is already set by another CABLE_LENGTH entry")
+            if not isinstance(length, str) or not length.endswith("m"):
+                raise _Invalid(f"{length!r} is not a length in metres like '40m'")
+            draft.qos.cable_length_m[port] = _Between(0)(length.removesuffix("m"))
+
+
+def _wred_color(entry: _WredFields, color: str) -> WredColor | None:
+    """A color is configured when anything about it is given; it then needs both thresholds."""
+    enable = getattr(entry, f"wred_{color}_enable")
+    low = getattr(entry, f"{color}_min_threshold")
+    high = getattr(entry, f"{color}_max_threshold")
+    probability = getattr(entry, f"{color}_drop_probability")
+    if not enable and low is None and high is None and probability is None:
+        return None
+    for name, value in ((f"{color}_min_threshold", low), (f"{color}_max_threshold", high)):
+        if value is None:
+            raise _Invalid(f"required when {color} WRED is configured", name)
+    if low > high:
+        problem = f"must be at least {color}_min_threshold ({low}), got {high}"
+        raise _Invalid(problem, f"{color}_max_threshold")
+    # SAI's default drop probability is 100 %
+    return WredColor(enable, low, high, 100 if probability is None else probability)
+
+
+def _wred_profile(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    entry = _validate(_WredFields, fields)
+    colors = {color: _wred_color(entry, color) for color in ("green", "yellow", "red")}
+    draft.qos.wred_profiles[key] = WredProfile(key, entry.ecn, **colors)
+
+
+def _scheduler(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    entry = _validate(_SchedulerFields, fields)
+    if entry.type != "STRICT" and entry.weight is None:
+        raise _Invalid(f"required for {entry.type} scheduling", "weight")
+    draft.qos.schedulers[key] = Scheduler(
+        key, entry.type, entry.weight, entry.priority, entry.cir, entry.pir
+    )
+
+
+def _queue(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    keys = _port_indices(draft, key)
+    entry = _validate(_QueueFields, fields)
+    refs = draft.refs(entry, {"scheduler": "SCHEDULER", "wred_profile": "WRED_PROFILE"})
+    _assign(draft.qos.queues, keys, QueueConfig(**refs))
+
+
+def _pfc_wd(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    if key == "GLOBAL":
+        interval = _validate(_PfcWdGlobalFields, fields).POLL_INTERVAL
+        draft.qos = replace(draft.qos, pfc_wd_poll_interval_ms=interval)
+        return
+    draft.need_port(key)
+    entry = _validate(_PfcWdFields, fields)
+    draft.qos.pfc_wd[key] = PfcWatchdog(entry.action, entry.detection_time, entry.restoration_time)
+
+
+# The tables rocelab models, in dependency order: each comes after every table it refers to.
+_TABLES: dict[str, Callable[[_Draft, str, dict[str, Any]], None]] = {
+    "DEVICE_METADATA": _device_metadata,
+    "PORT": _port,
+    "INTERFACE": _interface,
+    "LOOPBACK_INTERFACE": _loopback_interface,
+    "VLAN": _vlan,
+    "VLAN_MEMBER": _vlan_member,
+    "VLAN_INTERFACE": _vlan_interface,
+    "STATIC_ROUTE": _static_route,
+    "DSCP_TO_TC_MAP": _qos_map("DSCP_TO_TC_MAP", 63),
+    "DOT1P_TO_TC_MAP": _qos_map("DOT1P_TO_TC_MAP", 7),
+    "TC_TO_PRIORITY_GROUP_MAP": _qos_map("TC_TO_PRIORITY_GROUP_MAP", 7),
+    "TC_TO_QUEUE_MAP": _qos_map("TC_TO_QUEUE_MAP", 7),
+    "MAP_PFC_PRIORITY_TO_QUEUE": _qos_map("MAP_PFC_PRIORITY_TO_QUEUE", 7),
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": _qos_map("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", 7),
+    "SCHEDULER": _scheduler,
+    "WRED_PROFILE": _wred_profile,
+    "PORT_QOS_MAP": _port_qos_map,
+    "BUFFER_POOL": _buffer_pool,
+    "BUFFER_PROFILE": _buffer_profile,
+    "BUFFER_PG": _buffer_pg,
+    "BUFFER_QUEUE": _buffer_queue,
+    "CABLE_LENGTH": _cable_length,
+    "QUEUE": _queue,
+    "PFC_WD": _pfc_wd,
+}
