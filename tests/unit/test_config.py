@@ -257,9 +257,9 @@ ERRORS: list[tuple[str, Mutation, str]] = [
      "PORT|Ethernet16: entry must be a JSON object, not '100000'"),
     # tables
     ("unknown table", put_entry("FOO_TABLE", "x", {}),
-     "FOO_TABLE: unknown table (see _TABLES in fabric/config.py)"),
+     "FOO_TABLE: unknown table (rocelab reads the tables listed in docs/lab-guide.md)"),
     ("misspelt table", put_entry("VLAN_MEMBERS", "Vlan100|Ethernet8", {}),
-     "VLAN_MEMBERS: unknown table (did you mean VLAN_MEMBER? see _TABLES in fabric/config.py)"),
+     "VLAN_MEMBERS: unknown table (did you mean VLAN_MEMBER? rocelab reads the tables listed in docs/lab-guide.md)"),
     ("table not an object", lambda cfg: cfg.update(VLAN=[]),
      "VLAN: must be a JSON object of entries"),
     # INTERFACE / VLAN
