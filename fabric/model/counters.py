@@ -1,0 +1,134 @@
+"""Counters and the drop-reason vocabulary.
+
+Every frame handed to ``Switch.receive`` ends in exactly one disposition, counted on its
+ingress port:
+
+- ``forwarded``: bridged or routed out of at least one port (a flood counts once);
+- ``to_cpu``: consumed by the switch's own stack (ARP or ICMP echo for its addresses),
+  answered or learned from;
+- ``held``: waiting for ARP to resolve its next hop (a gauge: it later moves to
+  ``forwarded`` or to the drop ``arp_unresolved``);
+- a drop, counted under one of the reasons below.
+
+So for every port ``rx_packets == forwarded + to_cpu + held + sum(drops)``: drops are
+never silent. Frames the switch originates (ARP requests/replies, ICMP) are counted in a
+separate ``cpu`` block, including the ones that could not be delivered.
+"""
+from __future__ import annotations
+
+# Dispositions that are not drops.
+FORWARDED = "forwarded"
+TO_CPU = "to_cpu"
+HELD = "held"
+
+# Drop reasons (one place, so counters, tests and docs use the same names).
+PORT_UNCONFIGURED = "port_unconfigured"  # port neither routed nor a VLAN member
+PORT_DOWN = "port_down"  # admin-down ingress, or the egress it needs is down
+MALFORMED = "malformed"  # shorter than its headers (Ethernet, ARP)
+MAC_CONTROL = "mac_control"  # 01:80:c2:00:00:0x or EtherType 0x8808: PFC, PAUSE, LLDP...
+VLAN_NOT_MEMBER = "vlan_not_member"  # VID not configured on the port (or tag on routed port)
+SAME_PORT = "same_port"  # known unicast whose destination is on the ingress port
+NO_EGRESS = "no_egress"  # flood with no other up member in the VLAN
+NOT_ROUTER_MAC = "not_router_mac"  # routed port: neither router MAC nor broadcast ARP
+NON_IP_TO_ROUTER = "non_ip_to_router"  # router MAC but not IPv4/ARP (RoCEv1, IPv6, ...)
+ARP_NOT_FOR_US = "arp_not_for_us"  # ARP on a routed port for someone else's address
+IP_HEADER_ERROR = "ip_header_error"  # bad version, header or total length
+TO_ROUTER_UNSUPPORTED = "to_router_unsupported"  # to our address, but not an echo request
+TTL_EXPIRED = "ttl_expired"  # would be routed with TTL <= 1 (ICMP time exceeded sent)
+NO_ROUTE = "no_route"
+BLACKHOLE = "blackhole"
+MTU_EXCEEDED = "mtu_exceeded"  # larger than the egress port's MTU (no fragmentation)
+ARP_UNRESOLVED = "arp_unresolved"  # next hop did not answer 3 ARP requests
+ARP_QUEUE_FULL = "arp_queue_full"  # 16 packets already waiting for that next hop
+
+DROP_REASONS = (
+    PORT_UNCONFIGURED, PORT_DOWN, MALFORMED, MAC_CONTROL, VLAN_NOT_MEMBER, SAME_PORT,
+    NO_EGRESS, NOT_ROUTER_MAC, NON_IP_TO_ROUTER, ARP_NOT_FOR_US, IP_HEADER_ERROR,
+    TO_ROUTER_UNSUPPORTED, TTL_EXPIRED, NO_ROUTE, BLACKHOLE, MTU_EXCEEDED, ARP_UNRESOLVED,
+    ARP_QUEUE_FULL,
+)
+
+
+class PortCounters:
+    """One port's counters; plain attributes because the hot path bumps them per packet."""
+
+    __slots__ = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "forwarded", "to_cpu",
+                 "held", "drops")
+
+    def __init__(self) -> None:
+        self.rx_packets = 0
+        self.rx_bytes = 0
+        self.tx_packets = 0  # frames the model returned for this port (see Switch)
+        self.tx_bytes = 0
+        self.forwarded = 0
+        self.to_cpu = 0
+        self.held = 0
+        self.drops: dict[str, int] = {}
+
+    def count(self, disposition: str) -> None:
+        """Record what became of one received frame (a disposition or a drop reason)."""
+        if disposition == FORWARDED:
+            self.forwarded += 1
+        elif disposition == TO_CPU:
+            self.to_cpu += 1
+        elif disposition == HELD:
+            self.held += 1
+        else:
+            self.drop(disposition)
+
+    def settle(self, disposition: str) -> None:
+        """A held frame's final disposition (sent after ARP resolved, or dropped)."""
+        self.held -= 1
+        self.count(disposition)
+
+    def drop(self, reason: str) -> None:
+        self.drops[reason] = self.drops.get(reason, 0) + 1
+
+    def as_dict(self) -> dict:
+        return {
+            "rx_packets": self.rx_packets, "rx_bytes": self.rx_bytes,
+            "tx_packets": self.tx_packets, "tx_bytes": self.tx_bytes,
+            "forwarded": self.forwarded, "to_cpu": self.to_cpu, "held": self.held,
+            "drops": dict(sorted(self.drops.items())),
+        }
+
+
+class CpuCounters:
+    """Frames the switch originates itself (ARP, ICMP) and what became of them."""
+
+    __slots__ = ("originated", "held", "drops")
+
+    def __init__(self) -> None:
+        self.originated = 0  # handed to a port (also counted in that port's tx)
+        self.held = 0  # waiting for ARP
+        self.drops: dict[str, int] = {}
+
+    def count(self, disposition: str) -> None:
+        """Record what became of one originated packet (a flood counts once)."""
+        if disposition == FORWARDED:
+            self.originated += 1
+        elif disposition == HELD:
+            self.held += 1
+        else:
+            self.drop(disposition)
+
+    def settle(self, disposition: str) -> None:
+        """A held packet's final disposition (sent after ARP resolved, or dropped)."""
+        self.held -= 1
+        self.count(disposition)
+
+    def drop(self, reason: str) -> None:
+        self.drops[reason] = self.drops.get(reason, 0) + 1
+
+    def as_dict(self) -> dict:
+        return {"originated": self.originated, "held": self.held,
+                "drops": dict(sorted(self.drops.items()))}
+
+
+def drop_totals(*blocks: dict[str, int]) -> dict[str, int]:
+    """Sum drop dicts reason by reason."""
+    totals: dict[str, int] = {}
+    for block in blocks:
+        for reason, n in block.items():
+            totals[reason] = totals.get(reason, 0) + n
+    return dict(sorted(totals.items()))

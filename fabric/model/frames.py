@@ -1,0 +1,263 @@
+"""Wire formats the switch reads and writes: Ethernet, 802.1Q, IPv4, ARP and ICMP.
+
+Parsing is done with precompiled ``struct`` layouts read straight out of the received
+``bytes`` (``unpack_from``, no copies, no per-packet objects): the forwarding hot path
+runs once per packet in Python. Builders are used on the slow path (frames the switch
+originates: ARP, ICMP) and by tests.
+
+Addresses are carried as ``bytes`` (MACs, 6 bytes) and ``int`` (IPv4), the forms the
+hot path compares and hashes cheapest; ``mac_text``/``ip_text`` render them for humans.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+from typing import NamedTuple
+
+# EtherTypes
+ETH_P_IPV4 = 0x0800
+ETH_P_ARP = 0x0806
+ETH_P_8021Q = 0x8100
+ETH_P_IPV6 = 0x86DD
+ETH_P_MAC_CONTROL = 0x8808  # PAUSE (802.3x) and PFC (802.1Qbb)
+ETH_P_LLDP = 0x88CC
+ETH_P_ROCEV1 = 0x8915  # RoCEv1: GRH + IB transport directly over Ethernet
+
+# IP protocols
+IPPROTO_ICMP = 1
+IPPROTO_TCP = 6
+IPPROTO_UDP = 17
+
+# ICMP types
+ICMP_ECHO_REPLY = 0
+ICMP_DEST_UNREACHABLE = 3
+ICMP_REDIRECT = 5
+ICMP_ECHO_REQUEST = 8
+ICMP_TIME_EXCEEDED = 11
+ICMP_PARAMETER_PROBLEM = 12
+ICMP_ERROR_TYPES = frozenset({ICMP_DEST_UNREACHABLE, 4, ICMP_REDIRECT, ICMP_TIME_EXCEEDED,
+                              ICMP_PARAMETER_PROBLEM})
+
+ARP_REQUEST = 1
+ARP_REPLY = 2
+
+BROADCAST_MAC = b"\xff" * 6
+ZERO_MAC = b"\x00" * 6
+# 01:80:c2:00:00:00..0f: IEEE 802.1 reserved addresses that a bridge must never forward
+# (STP, PAUSE/PFC, LACP, 802.1X, LLDP, ...).
+LINK_LOCAL_PREFIX = b"\x01\x80\xc2\x00\x00"
+PFC_MAC = b"\x01\x80\xc2\x00\x00\x01"
+
+ETH_HEADER_LEN = 14
+VLAN_TAG_LEN = 4
+MIN_FRAME_LEN = 60  # without FCS: what the switch pads the frames it originates to
+
+# Layouts (network byte order)
+ETHERTYPE = struct.Struct("!H")
+VLAN_TCI = struct.Struct("!HH")  # after the MACs: TPID 0x8100, TCI; then the inner EtherType
+IPV4_HEADER = struct.Struct("!BBHHHBBHII")  # ver/ihl tos len id frag ttl proto csum src dst
+ARP_IPV4 = struct.Struct("!HHBBH6sI6sI")  # htype ptype hlen plen op sha spa tha tpa
+ICMP_HEADER = struct.Struct("!BBH")  # type code checksum
+TTL_PROTO_CSUM = struct.Struct("!BBH")
+U16 = struct.Struct("!H")
+U32 = struct.Struct("!I")
+
+
+# --- addresses -----------------------------------------------------------------------
+
+def mac_bytes(mac: str) -> bytes:
+    """``"02:52:4c:00:01:01"`` -> 6 bytes."""
+    raw = bytes.fromhex(mac.replace(":", "").replace("-", ""))
+    if len(raw) != 6:
+        raise ValueError(f"{mac!r} is not a MAC address")
+    return raw
+
+
+def mac_text(mac: bytes) -> str:
+    """6 bytes -> ``"02:52:4c:00:01:01"``."""
+    return mac.hex(":")
+
+
+def ip_int(ip: str) -> int:
+    """``"10.1.1.1"`` -> int."""
+    return U32.unpack(socket.inet_aton(ip))[0]
+
+
+def ip_text(ip: int) -> str:
+    """int -> ``"10.1.1.1"``."""
+    return socket.inet_ntoa(U32.pack(ip))
+
+
+def is_link_local_control(dst: bytes) -> bool:
+    """True for 01:80:c2:00:00:00..0f, which bridges consume and never forward."""
+    return dst[:5] == LINK_LOCAL_PREFIX and dst[5] < 0x10
+
+
+# --- Ethernet / 802.1Q -----------------------------------------------------------------
+
+class L2Header(NamedTuple):
+    """What ``parse_l2`` finds: addresses, EtherType after any tag, tag fields, payload offset."""
+
+    dst: bytes
+    src: bytes
+    ethertype: int
+    tagged: bool
+    vid: int
+    pcp: int
+    dei: int
+    payload_offset: int
+
+
+def parse_l2(frame: bytes) -> L2Header:
+    """Parse the Ethernet header and one 802.1Q tag (for tests and the slow path)."""
+    if len(frame) < ETH_HEADER_LEN:
+        raise ValueError("frame shorter than an Ethernet header")
+    (ethertype,) = ETHERTYPE.unpack_from(frame, 12)
+    if ethertype == ETH_P_8021Q:
+        if len(frame) < ETH_HEADER_LEN + VLAN_TAG_LEN:
+            raise ValueError("frame shorter than an 802.1Q header")
+        tci, inner = VLAN_TCI.unpack_from(frame, 14)
+        return L2Header(frame[0:6], frame[6:12], inner, True, tci & 0x0FFF, tci >> 13,
+                        (tci >> 12) & 1, 18)
+    return L2Header(frame[0:6], frame[6:12], ethertype, False, 0, 0, 0, 14)
+
+
+def vlan_tag(vid: int, pcp: int = 0, dei: int = 0) -> bytes:
+    """The 4 bytes of an 802.1Q tag (TPID + TCI); vid 0 makes a priority tag."""
+    return VLAN_TCI.pack(ETH_P_8021Q, (pcp & 7) << 13 | (dei & 1) << 12 | (vid & 0x0FFF))
+
+
+def ethernet_frame(dst: bytes, src: bytes, ethertype: int, payload: bytes,
+                   tag: bytes = b"", pad: bool = False) -> bytes:
+    """A complete frame; ``tag`` from ``vlan_tag`` goes after the MACs.
+
+    ``pad`` brings the untagged length up to 60 bytes before the tag is inserted, as a
+    NIC pads the frames a host stack originates.
+    """
+    frame = dst + src + ETHERTYPE.pack(ethertype) + payload
+    if pad and len(frame) < MIN_FRAME_LEN:
+        frame += bytes(MIN_FRAME_LEN - len(frame))
+    if tag:
+        frame = frame[:12] + tag + frame[12:]
+    return frame
+
+
+# --- Internet checksum -------------------------------------------------------------------
+
+def internet_checksum(data: bytes) -> int:
+    """RFC 1071 checksum of ``data`` (odd lengths padded with a zero byte).
+
+    Uses 2**16 == 1 (mod 0xffff): the one's-complement sum of the 16-bit words is the
+    whole buffer read as one big integer, modulo 0xffff, except that a non-zero buffer
+    whose sum is a multiple of 0xffff sums to 0xffff (one's complement has no +0 result
+    from adding non-zero values). One C-level conversion instead of a Python loop.
+    """
+    if len(data) & 1:
+        data = bytes(data) + b"\x00"
+    value = int.from_bytes(data, "big")
+    total = value % 0xFFFF
+    if total == 0 and value:
+        total = 0xFFFF
+    return 0xFFFF - total
+
+
+def checksum_adjust(checksum: int, old_word: int, new_word: int) -> int:
+    """RFC 1624 eqn. 3: the checksum after one 16-bit word changes from old to new.
+
+    HC' = ~(~HC + ~m + m'). Unlike eqn. 2 it never turns a valid checksum into the
+    0x0000/0xffff pair that broke RFC 1141 updates.
+    """
+    total = (~checksum & 0xFFFF) + (~old_word & 0xFFFF) + new_word
+    total = (total & 0xFFFF) + (total >> 16)
+    total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def ttl_decrement(checksum: int, ttl: int, proto: int) -> bytes:
+    """The new TTL/protocol/checksum bytes (IPv4 header offsets 8..11) after TTL - 1."""
+    old = ttl << 8 | proto
+    return TTL_PROTO_CSUM.pack(ttl - 1, proto, checksum_adjust(checksum, old, old - 0x100))
+
+
+# --- IPv4 ---------------------------------------------------------------------------------
+
+class IPv4Header(NamedTuple):
+    version: int
+    ihl: int  # bytes
+    tos: int
+    total_length: int
+    ident: int
+    flags_fragment: int
+    ttl: int
+    proto: int
+    checksum: int
+    src: int
+    dst: int
+
+
+def parse_ipv4(data: bytes, offset: int = 0) -> IPv4Header:
+    """Parse an IPv4 header (slow path and tests; the hot path unpacks the struct itself)."""
+    vihl, tos, length, ident, frag, ttl, proto, csum, src, dst = IPV4_HEADER.unpack_from(
+        data, offset)
+    return IPv4Header(vihl >> 4, (vihl & 0x0F) * 4, tos, length, ident, frag, ttl, proto,
+                      csum, src, dst)
+
+
+def ipv4_packet(src: int, dst: int, proto: int, payload: bytes, ttl: int = 64,
+                tos: int = 0, ident: int = 0, dont_fragment: bool = False) -> bytes:
+    """An option-less IPv4 packet with a correct header checksum."""
+    header = IPV4_HEADER.pack(0x45, tos, 20 + len(payload), ident,
+                              0x4000 if dont_fragment else 0, ttl, proto, 0, src, dst)
+    return header[:10] + U16.pack(internet_checksum(header)) + header[12:] + payload
+
+
+# --- ARP ------------------------------------------------------------------------------------
+
+class ArpPacket(NamedTuple):
+    op: int
+    sha: bytes
+    spa: int
+    tha: bytes
+    tpa: int
+
+
+def parse_arp(data: bytes, offset: int = 0) -> ArpPacket | None:
+    """An Ethernet/IPv4 ARP packet, or None if it is anything else or truncated."""
+    if len(data) < offset + ARP_IPV4.size:
+        return None
+    htype, ptype, hlen, plen, op, sha, spa, tha, tpa = ARP_IPV4.unpack_from(data, offset)
+    if htype != 1 or ptype != ETH_P_IPV4 or hlen != 6 or plen != 4:
+        return None
+    return ArpPacket(op, sha, spa, tha, tpa)
+
+
+def arp_packet(op: int, sha: bytes, spa: int, tha: bytes, tpa: int) -> bytes:
+    """The 28-byte Ethernet/IPv4 ARP body."""
+    return ARP_IPV4.pack(1, ETH_P_IPV4, 6, 4, op, sha, spa, tha, tpa)
+
+
+# --- ICMP -----------------------------------------------------------------------------------
+
+def icmp_message(icmp_type: int, code: int, rest: bytes) -> bytes:
+    """An ICMP message with its checksum; ``rest`` is everything after the checksum."""
+    body = ICMP_HEADER.pack(icmp_type, code, 0) + rest
+    return body[:2] + U16.pack(internet_checksum(body)) + body[4:]
+
+
+def icmp_echo_reply(request: bytes) -> bytes:
+    """The echo reply to an ICMP echo request message (identifier, sequence, data kept).
+
+    Only the type changes (8 -> 0), so the checksum is adjusted (RFC 1624), not
+    recomputed over a possibly large payload.
+    """
+    (csum,) = U16.unpack_from(request, 2)
+    old_word = request[0] << 8 | request[1]
+    new_word = ICMP_ECHO_REPLY << 8 | request[1]
+    return (bytes((ICMP_ECHO_REPLY, request[1])) +
+            U16.pack(checksum_adjust(csum, old_word, new_word)) + request[4:])
+
+
+def icmp_error(icmp_type: int, code: int, original: bytes, limit: int = 576) -> bytes:
+    """An ICMP error quoting ``original`` (an IPv4 packet) as RFC 1812 4.3.2.3 asks:
+    as much of it as fits in a ``limit``-byte IP datagram (20 IP + 8 ICMP bytes + quote)."""
+    return icmp_message(icmp_type, code, b"\x00\x00\x00\x00" + original[:limit - 28])

@@ -1,0 +1,40 @@
+"""A front-panel port's runtime state: admin state, MTU, L2/L3 role and counters.
+
+Built once from the configuration so that the per-packet path reads plain attributes
+(role, native VLAN, VID -> VLAN map, routed interface) instead of consulting the config.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fabric.model.counters import PortCounters
+
+if TYPE_CHECKING:
+    from fabric.model.bridge import VlanBridge
+    from fabric.model.router import L3Interface
+
+# A port's role. Strings so that they read well in counters and errors.
+ROUTED = "routed"  # in INTERFACE: an L3 port of its own
+SWITCHED = "switched"  # a VLAN_MEMBER of one or more VLANs
+UNCONFIGURED = "unconfigured"  # neither: every frame is dropped (port_unconfigured)
+
+
+class PortState:
+    """One port of the switch, as the forwarding path sees it."""
+
+    __slots__ = ("name", "up", "mtu", "role", "native_vlan", "vlans", "interface", "counters")
+
+    def __init__(self, name: str, up: bool, mtu: int) -> None:
+        self.name = name
+        self.up = up
+        self.mtu = mtu  # largest L3 packet (Ethernet payload) the port carries
+        self.role = UNCONFIGURED
+        # VLAN that untagged and priority-tagged (VID 0) frames belong to, if any.
+        self.native_vlan: VlanBridge | None = None
+        # Every VLAN the port is a member of, by VID: tagged ingress is admitted by this.
+        self.vlans: dict[int, VlanBridge] = {}
+        self.interface: L3Interface | None = None  # the routed interface, for ROUTED ports
+        self.counters = PortCounters()
+
+    def __repr__(self) -> str:
+        return f"<PortState {self.name} {self.role} {'up' if self.up else 'down'}>"
