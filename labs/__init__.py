@@ -1,0 +1,1 @@
+"""Lab lifecycle: the topology model, runtimes that deploy it, and the state they leave."""

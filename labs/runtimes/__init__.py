@@ -1,0 +1,1 @@
+"""Runtimes deploy a Topology: ``netns`` (default, embedded) and ``containerlab``."""

@@ -1,0 +1,246 @@
+"""The embedded runtime: one network namespace per node, one veth pair per link.
+
+No container engine needed: this is what ``lab.up`` uses by default. Switch nodes get a
+``fabric.agent`` process inside their namespace; host nodes are real Linux stacks that run the
+topology's ``exec`` commands. ``up`` is all-or-nothing: the state is recorded before anything
+is created, and any failure tears down what exists and names the step that failed.
+"""
+from __future__ import annotations
+
+import os
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyroute2 import NetNS, netns
+
+from fabric.client import AgentClient, AgentError
+from labs.state import AgentState, LabState, pid_alive
+from labs.topology import Node, Topology
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+AGENT_START_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 3.0
+# Hosts compute their own checksums and segment their own TCP: the switch is a userspace
+# program reading raw frames, so offloaded (partial) checksums and 64 KB GSO frames would
+# reach it unfinished.
+HOST_OFFLOADS_OFF = ["tx", "off", "tso", "off", "gso", "off", "gro", "off"]
+
+
+class LabError(RuntimeError):
+    """A lab operation failed; the message says which step and why."""
+
+
+def namespace_name(lab: str, node: str) -> str:
+    return f"{lab}-{node}"
+
+
+def require_capabilities() -> None:
+    """Say plainly what is missing, before anything is created."""
+    if os.geteuid() != 0:
+        raise LabError("the netns runtime needs root (it creates network namespaces and "
+                       "veth pairs); run as root. Without root: config.lint, unit tests and "
+                       "topology validation still work")
+    for tool, package in (("ip", "iproute2"), ("ethtool", "ethtool")):
+        if shutil.which(tool) is None:
+            raise LabError(f"'{tool}' not found: install the {package} package "
+                           "(scripts/install.sh does)")
+
+
+@contextmanager
+def step(name: str) -> Iterator[None]:
+    try:
+        yield
+    except LabError as e:
+        raise LabError(f"step '{name}' failed: {e}") from None
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        raise LabError(f"step '{name}' failed: {e}") from None
+
+
+def in_namespace(namespace: str, argv: list[str]) -> list[str]:
+    return ["ip", "netns", "exec", namespace, *argv]
+
+
+def run(argv: list[str], what: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        raise LabError(f"{what}: exit {proc.returncode}"
+                       + (f": {detail[-1]}" if detail else ""))
+    return proc
+
+
+class NetnsRuntime:
+    name = "netns"
+
+    def up(self, topo: Topology) -> LabState:
+        require_capabilities()
+        state = LabState.new(topo.name, str(topo.path), self.name)
+        clashes = [ns for ns in (namespace_name(topo.name, n) for n in topo.nodes)
+                   if ns in netns.listnetns()]
+        if clashes:
+            raise LabError(f"namespaces already exist: {', '.join(clashes)} "
+                           f"(a leftover? try: invoke lab.cleanup)")
+        state.save()
+        try:
+            with step("create namespaces"):
+                self._create_namespaces(topo, state)
+            with step("wire links"):
+                self._wire(topo, state)
+            for host in topo.hosts:
+                with step(f"exec on {host.name}"):
+                    self._exec_commands(host, state)
+            with step("start switch agents"):
+                self._start_agents(topo, state)
+        except BaseException:
+            self.down(state)
+            raise
+        state.status = "up"
+        state.save()
+        return state
+
+    def _create_namespaces(self, topo: Topology, state: LabState) -> None:
+        for node in topo.nodes.values():
+            ns = namespace_name(topo.name, node.name)
+            state.namespaces[node.name] = ns
+            state.save()  # recorded before it exists: a crash here is still cleanable
+            netns.create(ns)
+            with NetNS(ns) as ipr:
+                ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+            if node.is_switch:
+                # The switch's kernel must stay silent on its ports: the agent speaks for it.
+                self._sysctl(ns, "net/ipv6/conf/all/disable_ipv6", "1")
+                self._sysctl(ns, "net/ipv6/conf/default/disable_ipv6", "1")
+
+    @staticmethod
+    def _sysctl(ns: str, key: str, value: str) -> None:
+        run(in_namespace(ns, ["sysctl", "-q", "-w", f"{key.replace('/', '.')}={value}"]),
+            f"sysctl {key} in {ns}")
+
+    def _wire(self, topo: Topology, state: LabState) -> None:
+        for link in topo.links:
+            a_ns, b_ns = state.namespaces[link.a.node], state.namespaces[link.b.node]
+            with NetNS(a_ns) as ipr:
+                ipr.link("add", ifname=link.a.iface, kind="veth", mtu=link.mtu,
+                         peer={"ifname": link.b.iface, "net_ns_fd": b_ns, "mtu": link.mtu})
+        for node in topo.nodes.values():
+            ns = state.namespaces[node.name]
+            with NetNS(ns) as ipr:
+                for iface in topo.interfaces(node.name):
+                    ipr.link("set", index=ipr.link_lookup(ifname=iface)[0], state="up")
+            if not node.is_switch:
+                for iface in topo.interfaces(node.name):
+                    run(in_namespace(ns, ["ethtool", "-K", iface, *HOST_OFFLOADS_OFF]),
+                        f"ethtool -K {iface} in {ns}")
+
+    def _exec_commands(self, node: Node, state: LabState) -> None:
+        for command in node.exec:
+            argv = shlex.split(command)
+            run(in_namespace(state.namespaces[node.name], argv), f"{node.name}: {command!r}")
+
+    def _start_agents(self, topo: Topology, state: LabState) -> None:
+        for node in topo.switches:
+            ns = state.namespaces[node.name]
+            control = state.dir / f"{node.name}.sock"
+            log = state.dir / f"{node.name}.log"
+            argv = in_namespace(ns, [sys.executable, "-m", "fabric.agent",
+                                     "--config", str(node.config_path), "--name", node.name,
+                                     "--control", str(control),
+                                     "--ports", ",".join(topo.interfaces(node.name))])
+            env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, cwd=PROJECT_ROOT, env=env,
+                                        start_new_session=True)
+            state.agents[node.name] = AgentState(node=node.name, namespace=ns, pid=proc.pid,
+                                                 control=str(control), log=str(log))
+            state.save()
+        deadline = time.monotonic() + AGENT_START_TIMEOUT_S
+        for agent in state.agents.values():
+            await_agent(agent, deadline)
+
+    def down(self, state: LabState) -> None:
+        """Stop agents, kill whatever runs in the lab's namespaces, delete them. Idempotent."""
+        for agent in state.agents.values():
+            stop_process(agent.pid, agent_alive(agent))
+        present = set(netns.listnetns())
+        for ns in state.namespaces.values():
+            if ns in present:
+                remove_namespace(ns)
+        state.remove()
+
+    def exec(self, state: LabState, node: str, argv: list[str],
+             timeout: float | None = None) -> subprocess.CompletedProcess:
+        if node not in state.namespaces:
+            raise LabError(f"lab {state.lab} has no node {node!r} "
+                           f"(nodes: {', '.join(state.namespaces)})")
+        return subprocess.run(in_namespace(state.namespaces[node], argv), capture_output=True,
+                              text=True, timeout=timeout)
+
+
+def await_agent(agent: AgentState, deadline: float) -> None:
+    """Ready means it answers on its control socket; dead means say why from its log."""
+    client = AgentClient(agent.control, timeout=0.5)
+    while True:
+        if not agent_alive(agent):
+            tail = Path(agent.log).read_text(errors="replace").strip().splitlines()[-1:]
+            raise LabError(f"agent {agent.node} exited: {tail[0] if tail else 'no output'}")
+        try:
+            client.ping()
+            return
+        except AgentError:
+            if time.monotonic() > deadline:
+                raise LabError(f"agent {agent.node} did not answer within "
+                               f"{AGENT_START_TIMEOUT_S:.0f} s (log: {agent.log})") from None
+            time.sleep(0.02)
+
+
+def agent_alive(agent: AgentState) -> bool:
+    """Alive, not a zombie, and still our agent (pids get reused)."""
+    try:
+        cmdline = Path(f"/proc/{agent.pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return pid_alive(agent.pid) and b"fabric.agent" in cmdline
+
+
+def remove_namespace(ns: str) -> None:
+    """Processes inside would keep it (and its veths) alive: stop them first."""
+    for pid in namespace_pids(ns):
+        stop_process(pid, True)
+    netns.remove(ns)
+
+
+def namespace_pids(ns: str) -> list[int]:
+    proc = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+    return [int(p) for p in proc.stdout.split() if p.isdigit()]
+
+
+def stop_process(pid: int, alive: bool) -> None:
+    """SIGTERM, wait (on a pidfd: no polling) for a short grace, then SIGKILL."""
+    if not alive:
+        return
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+        if not select.select([pidfd], [], [], STOP_TIMEOUT_S)[0]:
+            os.kill(pid, signal.SIGKILL)
+            select.select([pidfd], [], [], STOP_TIMEOUT_S)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.close(pidfd)
+    try:
+        os.waitpid(pid, os.WNOHANG)  # reap it when it is our own child
+    except ChildProcessError:
+        pass

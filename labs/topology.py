@@ -1,0 +1,316 @@
+"""A containerlab topology file, loaded and validated into a typed model before anything runs.
+
+The clab file is the one source of truth and must stay valid for containerlab itself, whose
+schema allows no extra keys: so unknown keys are errors here too, and rocelab's own settings
+live in node ``labels``. Every error is one line naming the file and the key.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fabric.config import ConfigError, SwitchConfig, port_name
+from fabric.config import load as load_switch_config
+
+SWITCH_KINDS = {"sonic-vs"}
+HOST_KINDS = {"linux"}
+SONIC_CONFIG_TARGET = "/etc/sonic/config_db.json"
+DEFAULT_MTU = 9500  # containerlab's veth default
+
+NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,31}$")  # clab's pattern, bounded length
+IFACE_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,15}$")  # Linux IFNAMSIZ
+SWITCH_IFACE_RE = re.compile(r"^eth[1-9][0-9]*$")
+ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::=([^}]*))?\}")
+
+TOP_KEYS = {"name", "prefix", "mgmt", "topology", "settings", "debug"}
+TOPOLOGY_KEYS = {"nodes", "links", "kinds", "defaults", "groups"}
+NODE_KEYS = {
+    "kind", "type", "group", "image", "image-pull-policy", "restart-policy", "license",
+    "position", "entrypoint", "cmd", "exec", "binds", "ports", "mgmt-ipv4", "mgmt-ipv6",
+    "publish", "env", "env-files", "labels", "user", "startup-config", "startup-delay",
+    "enforce-startup-config", "suppress-startup-config", "auto-remove", "runtime", "cpu",
+    "cpu-set", "memory", "sysctls", "network-mode", "extras", "wait-for", "stages", "dns",
+    "certificate", "healthcheck", "aliases", "devices", "cap-add", "shm-size", "extra-hosts",
+    "components", "config", "SANs",
+}
+LINK_KEYS = {"endpoints", "mtu", "labels", "vars", "type"}
+
+
+class TopologyError(ValueError):
+    """A topology problem, phrased as ``file: key.path: problem``."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    node: str
+    iface: str
+
+    def __str__(self) -> str:
+        return f"{self.node}:{self.iface}"
+
+
+@dataclass(frozen=True)
+class Link:
+    a: Endpoint
+    b: Endpoint
+    mtu: int = DEFAULT_MTU
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    kind: str
+    image: str = ""
+    exec: tuple[str, ...] = ()
+    binds: tuple[str, ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    config_path: Path | None = None  # a switch's config_db.json
+    config: SwitchConfig | None = None  # parsed and validated
+
+    @property
+    def is_switch(self) -> bool:
+        return self.kind in SWITCH_KINDS
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    path: Path
+    nodes: dict[str, Node]
+    links: tuple[Link, ...]
+
+    @property
+    def switches(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.is_switch]
+
+    @property
+    def hosts(self) -> list[Node]:
+        return [n for n in self.nodes.values() if not n.is_switch]
+
+    def interfaces(self, node: str) -> list[str]:
+        """The node's wired interfaces, in link order."""
+        return [e.iface for link in self.links for e in (link.a, link.b) if e.node == node]
+
+    def peer(self, node: str, iface: str) -> Endpoint | None:
+        for link in self.links:
+            if link.a == Endpoint(node, iface):
+                return link.b
+            if link.b == Endpoint(node, iface):
+                return link.a
+        return None
+
+
+def resolve(spec: str | os.PathLike, topologies_dir: Path | None = None) -> Path:
+    """A lab name (``roce-v2-leafspine``) or a path to a clab file or its folder -> the file."""
+    p = Path(spec)
+    if p.is_file():
+        return p
+    if p.is_dir():
+        files = sorted(p.glob("*.clab.yml")) + sorted(p.glob("*.clab.yaml"))
+        if len(files) != 1:
+            raise TopologyError(f"{p}: expected exactly one *.clab.yml file, found {len(files)}")
+        return files[0]
+    if NAME_RE.match(str(spec)):
+        base = topologies_dir or Path(__file__).resolve().parent.parent / "topologies"
+        candidate = base / str(spec) / f"{spec}.clab.yml"
+        if candidate.is_file():
+            return candidate
+    raise TopologyError(f"{spec}: no such lab or topology file")
+
+
+def load(spec: str | os.PathLike, topologies_dir: Path | None = None) -> Topology:
+    """Parse and validate a clab file, its nodes, links and every file they reference."""
+    path = resolve(spec, topologies_dir)
+    try:
+        text = _expand_env(path.read_text())
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise TopologyError(f"{path}: {where}invalid YAML: {getattr(e, 'problem', e)}") from None
+    return _Loader(path).topology(raw)
+
+
+def _expand_env(text: str) -> str:
+    """containerlab's ``${VAR}`` and ``${VAR:=default}`` expansion."""
+    return ENV_RE.sub(lambda m: os.environ.get(m.group(1), m.group(2) or ""), text)
+
+
+class _Loader:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.dir = path.parent
+
+    def error(self, where: str, problem: str) -> TopologyError:
+        return TopologyError(f"{self.path}: {where}: {problem}")
+
+    def mapping(self, value: Any, where: str, allowed: set[str] | None = None) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.error(where, f"expected a mapping, got {type(value).__name__}")
+        if allowed is not None:
+            for key in value:
+                if key not in allowed:
+                    raise self.error(f"{where}.{key}", "unknown key (containerlab's schema "
+                                     "allows no extra keys; put rocelab settings in labels)")
+        return value
+
+    def strings(self, value: Any, where: str) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(where, "expected a list of strings")
+        return tuple(value)
+
+    def string_map(self, value: Any, where: str) -> dict[str, str]:
+        m = self.mapping(value, where)
+        for k, v in m.items():
+            if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+                raise self.error(f"{where}.{k}", "expected a string or a number")
+        return {str(k): str(v) for k, v in m.items()}
+
+    def topology(self, raw: Any) -> Topology:
+        top = self.mapping(raw, "(top level)", TOP_KEYS)
+        name = top.get("name")
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise self.error("name", f"{name!r} is not a valid lab name "
+                             "(letters, digits, - _ . ; at most 32; starts alphanumeric)")
+        body = self.mapping(top.get("topology"), "topology", TOPOLOGY_KEYS)
+        raw_nodes = self.mapping(body.get("nodes"), "topology.nodes")
+        if not raw_nodes:
+            raise self.error("topology.nodes", "a topology needs at least one node")
+        kinds = self.mapping(body.get("kinds"), "topology.kinds")
+        groups = self.mapping(body.get("groups"), "topology.groups")
+        defaults = self.mapping(body.get("defaults"), "topology.defaults", NODE_KEYS)
+        for k, v in kinds.items():
+            self.mapping(v, f"topology.kinds.{k}", NODE_KEYS)
+        for g, v in groups.items():
+            self.mapping(v, f"topology.groups.{g}", NODE_KEYS)
+        nodes = {}
+        for node_name, spec in raw_nodes.items():
+            where = f"topology.nodes.{node_name}"
+            if not isinstance(node_name, str) or not NAME_RE.match(node_name):
+                raise self.error(where, "invalid node name (letters, digits, - _ . ; "
+                                 "at most 32; starts alphanumeric)")
+            spec = self.mapping(spec, where, NODE_KEYS)
+            nodes[node_name] = self.node(node_name, spec, defaults, kinds, groups)
+        links = self.links(body.get("links"), nodes)
+        nodes = {n: self.with_config(node, links) for n, node in nodes.items()}
+        return Topology(name=name, path=self.path.resolve(), nodes=nodes, links=links)
+
+    def node(self, name: str, spec: dict, defaults: dict, kinds: dict, groups: dict) -> Node:
+        """Merge node > group > kind > defaults, as containerlab does."""
+        where = f"topology.nodes.{name}"
+        kind = spec.get("kind", groups.get(spec.get("group"), {}).get("kind",
+                                                                      defaults.get("kind")))
+        if kind not in SWITCH_KINDS | HOST_KINDS:
+            raise self.error(f"{where}.kind", f"unsupported kind {kind!r} (rocelab runs "
+                             f"{', '.join(sorted(SWITCH_KINDS | HOST_KINDS))})")
+        layers = [spec, groups.get(spec.get("group")) or {}, kinds.get(kind) or {}, defaults]
+
+        def first(key: str) -> Any:
+            return next((layer[key] for layer in layers if key in layer), None)
+
+        def merged(key: str) -> dict[str, str]:
+            out: dict[str, str] = {}
+            for layer in reversed(layers):
+                out.update(self.string_map(layer.get(key), f"{where}.{key}"))
+            return out
+
+        image = first("image") or ""
+        if not isinstance(image, str):
+            raise self.error(f"{where}.image", "expected a string")
+        binds = self.strings(first("binds"), f"{where}.binds")
+        for i, bind in enumerate(binds):
+            source = bind.split(":", 1)[0]
+            if not (self.dir / source).exists():
+                raise self.error(f"{where}.binds[{i}]", f"{source}: no such file or folder "
+                                 f"(relative paths resolve against {self.dir})")
+        return Node(name=name, kind=kind, image=image,
+                    exec=self.strings(first("exec"), f"{where}.exec"), binds=binds,
+                    labels=merged("labels"), env=merged("env"),
+                    config_path=self.config_path(where, kind, binds, first("startup-config")))
+
+    def config_path(self, where: str, kind: str, binds: tuple[str, ...],
+                    startup: Any) -> Path | None:
+        """A switch's config_db.json: bound to where SONiC reads it, else its startup-config."""
+        if kind not in SWITCH_KINDS:
+            return None
+        for bind in binds:
+            parts = bind.split(":")
+            if len(parts) >= 2 and parts[1] == SONIC_CONFIG_TARGET:
+                return (self.dir / parts[0]).resolve()
+        if isinstance(startup, str):
+            path = self.dir / startup
+            if not path.is_file():
+                raise self.error(f"{where}.startup-config", f"{startup}: no such file")
+            return path.resolve()
+        raise self.error(where, f"a {kind} switch needs its config_db.json: bind it to "
+                         f"{SONIC_CONFIG_TARGET} (binds) or name it in startup-config")
+
+    def links(self, raw: Any, nodes: dict[str, Node]) -> tuple[Link, ...]:
+        if raw is None:
+            return ()
+        if not isinstance(raw, list):
+            raise self.error("topology.links", "expected a list")
+        used: dict[Endpoint, int] = {}
+        links = []
+        for i, spec in enumerate(raw):
+            where = f"topology.links[{i}]"
+            spec = self.mapping(spec, where, LINK_KEYS)
+            if spec.get("type", "veth") != "veth":
+                raise self.error(f"{where}.type", f"unsupported link type {spec['type']!r} "
+                                 "(rocelab wires veth links)")
+            eps = self.strings(spec.get("endpoints"), f"{where}.endpoints")
+            if len(eps) != 2:
+                raise self.error(f"{where}.endpoints", "a link has exactly two endpoints")
+            ends = [self.endpoint(ep, f"{where}.endpoints[{j}]", nodes)
+                    for j, ep in enumerate(eps)]
+            for j, ep in enumerate(ends):
+                if ep in used:
+                    raise self.error(f"{where}.endpoints[{j}]",
+                                     f"{ep} is already used by topology.links[{used[ep]}]")
+                used[ep] = i
+            mtu = spec.get("mtu", DEFAULT_MTU)
+            if not isinstance(mtu, int) or isinstance(mtu, bool) or not 68 <= mtu <= 65535:
+                raise self.error(f"{where}.mtu", f"{mtu!r} is not an MTU (68..65535)")
+            links.append(Link(ends[0], ends[1], mtu))
+        return tuple(links)
+
+    def endpoint(self, text: str, where: str, nodes: dict[str, Node]) -> Endpoint:
+        node, sep, iface = text.partition(":")
+        if not sep:
+            raise self.error(where, f"{text!r} is not of the form node:interface")
+        if node not in nodes:
+            raise self.error(where, f"unknown node {node!r}")
+        if not IFACE_RE.match(iface):
+            raise self.error(where, f"{iface!r} is not a valid interface name")
+        if iface == "eth0":
+            raise self.error(where, "eth0 is the management interface in containerlab; "
+                             "wire eth1 and up")
+        if nodes[node].is_switch and not SWITCH_IFACE_RE.match(iface):
+            raise self.error(where, f"{iface!r}: switch ports are named eth1, eth2, ...")
+        return Endpoint(node, iface)
+
+    def with_config(self, node: Node, links: tuple[Link, ...]) -> Node:
+        """Parse a switch's config_db.json and check that every wired port exists in it."""
+        if node.config_path is None:
+            return node
+        try:
+            config = load_switch_config(node.config_path)
+        except ConfigError as e:
+            raise TopologyError(str(e)) from None
+        for link in links:
+            for ep in (link.a, link.b):
+                if ep.node == node.name and port_name(ep.iface) not in config.ports:
+                    raise self.error(f"topology.nodes.{node.name}",
+                                     f"{ep} is wired but {port_name(ep.iface)} is not in PORT "
+                                     f"of {node.config_path}")
+        return replace(node, config=config)

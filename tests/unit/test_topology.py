@@ -1,0 +1,153 @@
+"""labs.topology: the clab file is loaded, checked and refused with one-line errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labs import topology
+from labs.topology import Endpoint, TopologyError
+from tests.conftest import TOPOLOGIES
+
+
+def test_default_lab_loads_with_its_switch_configs():
+    topo = topology.load("roce-v2-leafspine")
+    assert topo.name == "roce-v2-leafspine"
+    assert sorted(n.name for n in topo.switches) == ["leaf1", "leaf2", "spine1", "spine2"]
+    assert sorted(n.name for n in topo.hosts) == ["h1", "h2", "h3", "h4"]
+    assert len(topo.links) == 8
+    assert topo.interfaces("leaf1") == ["eth1", "eth2", "eth3", "eth4"]
+    assert topo.peer("leaf1", "eth3") == Endpoint("h1", "eth1")
+    leaf1 = topo.nodes["leaf1"]
+    assert leaf1.config_path == TOPOLOGIES / "roce-v2-leafspine/configs/leaf1/config_db.json"
+    assert leaf1.config.hostname == "leaf1"
+    assert all(link.mtu == 9100 for link in topo.links)  # as the switches' PORT mtu
+    assert topo.nodes["h1"].exec[0] == "ip addr add 10.1.1.11/24 dev eth1"
+
+
+def test_resolves_name_folder_and_file():
+    folder = TOPOLOGIES / "roce-v2-leafspine"
+    file = folder / "roce-v2-leafspine.clab.yml"
+    assert topology.resolve("roce-v2-leafspine") == file
+    assert topology.resolve(folder) == file
+    assert topology.resolve(file) == file
+    with pytest.raises(TopologyError, match="no such lab"):
+        topology.resolve("no-such-lab")
+
+
+def test_merges_kinds_groups_and_defaults(lab_copy):
+    def edit(doc):
+        doc["topology"]["defaults"] = {"labels": {"tier": "default", "team": "x"}}
+        doc["topology"]["groups"] = {"rack1": {"labels": {"tier": "rack"}}}
+        doc["topology"]["nodes"]["h1"]["group"] = "rack1"
+        doc["topology"]["nodes"]["h1"]["labels"] = {"team": "h1"}
+
+    topo = topology.load(lab_copy(edit=edit))
+    assert topo.nodes["h1"].labels == {"tier": "rack", "team": "h1"}
+    assert topo.nodes["h2"].labels == {"tier": "default", "team": "x"}
+    assert topo.nodes["h1"].image == "rocelab-host:latest"  # from kinds.linux
+
+
+def test_expands_environment_like_containerlab(lab_copy, monkeypatch):
+    path = lab_copy()
+    text = path.read_text().replace("10.1.1.11/24", "${H1_ADDR:=10.1.1.99/24}")
+    path.write_text(text)
+    assert topology.load(path).nodes["h1"].exec[0] == "ip addr add 10.1.1.99/24 dev eth1"
+    monkeypatch.setenv("H1_ADDR", "10.1.1.50/24")
+    assert topology.load(path).nodes["h1"].exec[0] == "ip addr add 10.1.1.50/24 dev eth1"
+
+
+def nodes(doc):
+    return doc["topology"]["nodes"]
+
+
+def links(doc):
+    return doc["topology"]["links"]
+
+
+def break_config(path, table, key, field, value):
+    data = json.loads(path.read_text())
+    data[table][key][field] = value
+    path.write_text(json.dumps(data))
+
+
+BAD_TOPOLOGIES = {
+    "link to unknown node": (
+        lambda d: links(d).append({"endpoints": ["h1:eth2", "leaf9:eth1"]}),
+        "topology.links[8].endpoints[1]: unknown node 'leaf9'"),
+    "interface used twice": (
+        lambda d: links(d).append({"endpoints": ["h1:eth1", "leaf1:eth5"]}),
+        "topology.links[8].endpoints[0]: h1:eth1 is already used by topology.links[4]"),
+    "endpoint without colon": (
+        lambda d: links(d).append({"endpoints": ["h1eth2", "leaf1:eth5"]}),
+        "topology.links[8].endpoints[0]: 'h1eth2' is not of the form node:interface"),
+    "three endpoints": (
+        lambda d: links(d).append({"endpoints": ["h1:eth2", "h2:eth2", "h3:eth2"]}),
+        "topology.links[8].endpoints: a link has exactly two endpoints"),
+    "management interface": (
+        lambda d: links(d).append({"endpoints": ["h1:eth0", "h2:eth2"]}),
+        "topology.links[8].endpoints[0]: eth0 is the management interface"),
+    "switch port not ethN": (
+        lambda d: links(d).append({"endpoints": ["h1:eth2", "leaf1:Ethernet16"]}),
+        "topology.links[8].endpoints[1]: 'Ethernet16': switch ports are named eth1"),
+    "bad mtu": (
+        lambda d: links(d)[0].update(mtu=20),
+        "topology.links[0].mtu: 20 is not an MTU"),
+    "unknown top-level key": (
+        lambda d: d.update(rocelab={"scale": 1}),
+        "(top level).rocelab: unknown key"),
+    "unknown node key": (
+        lambda d: nodes(d)["h1"].update(speed="100G"),
+        "topology.nodes.h1.speed: unknown key"),
+    "unsupported kind": (
+        lambda d: nodes(d)["h1"].update(kind="srl"),
+        "topology.nodes.h1.kind: unsupported kind 'srl'"),
+    "bad lab name": (
+        lambda d: d.update(name="bad name!"),
+        "name: 'bad name!' is not a valid lab name"),
+    "bad node name": (
+        lambda d: nodes(d).update({"h/5": {"kind": "linux"}}),
+        "topology.nodes.h/5: invalid node name"),
+    "missing bind source": (
+        lambda d: nodes(d)["leaf1"].update(binds=["configs/nope.json:/etc/sonic/config_db.json"]),
+        "topology.nodes.leaf1.binds[0]: configs/nope.json: no such file"),
+    "switch without config": (
+        lambda d: nodes(d)["leaf1"].pop("binds"),
+        "topology.nodes.leaf1: a sonic-vs switch needs its config_db.json"),
+    "wired port missing from PORT": (
+        lambda d: links(d).append({"endpoints": ["h1:eth2", "leaf1:eth5"]}),
+        "topology.nodes.leaf1: leaf1:eth5 is wired but Ethernet16 is not in PORT"),
+    "exec not a list": (
+        lambda d: nodes(d)["h1"].update(exec="ip link"),
+        "topology.nodes.h1.exec: expected a list of strings"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TOPOLOGIES))
+def test_bad_topology_gives_one_line_naming_file_and_key(case, lab_copy):
+    edit, expected = BAD_TOPOLOGIES[case]
+    path = lab_copy(edit=edit)
+    with pytest.raises(TopologyError) as err:
+        topology.load(path)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    assert expected in message
+
+
+def test_malformed_switch_config_names_config_file_table_key_and_field(lab_copy):
+    path = lab_copy()
+    config = path.parent / "configs/leaf2/config_db.json"
+    break_config(config, "PORT", "Ethernet4", "speed", "fast")
+    with pytest.raises(TopologyError) as err:
+        topology.load(path)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{config}: PORT|Ethernet4: speed: ")
+
+
+def test_invalid_yaml_names_the_line(lab_copy):
+    path = lab_copy()
+    path.write_text("name: x\ntopology: [\n")
+    with pytest.raises(TopologyError, match=r": line \d+: invalid YAML"):
+        topology.load(path)
