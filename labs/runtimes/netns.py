@@ -168,8 +168,7 @@ class NetnsRuntime:
 
     def down(self, state: LabState) -> None:
         """Stop agents, kill whatever runs in the lab's namespaces, delete them. Idempotent."""
-        for agent in state.agents.values():
-            stop_process(agent.pid, agent_alive(agent))
+        stop_processes([a.pid for a in state.agents.values() if agent_alive(a)])
         present = set(netns.listnetns())
         for ns in state.namespaces.values():
             if ns in present:
@@ -208,13 +207,13 @@ def agent_alive(agent: AgentState) -> bool:
         cmdline = Path(f"/proc/{agent.pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return pid_alive(agent.pid) and b"fabric.agent" in cmdline
+    # cmdline reads empty for an instant while `ip netns exec` execs the agent
+    return pid_alive(agent.pid) and (not cmdline or b"fabric.agent" in cmdline)
 
 
 def remove_namespace(ns: str) -> None:
     """Processes inside would keep it (and its veths) alive: stop them first."""
-    for pid in namespace_pids(ns):
-        stop_process(pid, True)
+    stop_processes(namespace_pids(ns))
     netns.remove(ns)
 
 
@@ -223,24 +222,32 @@ def namespace_pids(ns: str) -> list[int]:
     return [int(p) for p in proc.stdout.split() if p.isdigit()]
 
 
-def stop_process(pid: int, alive: bool) -> None:
-    """SIGTERM, wait (on a pidfd: no polling) for a short grace, then SIGKILL."""
-    if not alive:
-        return
+def stop_processes(pids: list[int]) -> None:
+    """SIGTERM them all, wait (on pidfds: no polling) for a short grace, SIGKILL the rest."""
+    fds = {}
+    for pid in pids:
+        try:
+            fds[os.pidfd_open(pid)] = pid
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + STOP_TIMEOUT_S
     try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        os.kill(pid, signal.SIGTERM)
-        if not select.select([pidfd], [], [], STOP_TIMEOUT_S)[0]:
-            os.kill(pid, signal.SIGKILL)
-            select.select([pidfd], [], [], STOP_TIMEOUT_S)
-    except ProcessLookupError:
-        pass
+        pending = set(fds)
+        while pending and (left := deadline - time.monotonic()) > 0:
+            pending -= set(select.select(list(pending), [], [], left)[0])
+        for fd in pending:
+            try:
+                os.kill(fds[fd], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if pending:
+            select.select(list(pending), [], [], STOP_TIMEOUT_S)
     finally:
-        os.close(pidfd)
-    try:
-        os.waitpid(pid, os.WNOHANG)  # reap it when it is our own child
-    except ChildProcessError:
-        pass
+        for fd in fds:
+            os.close(fd)
+    for pid in fds.values():
+        try:
+            os.waitpid(pid, os.WNOHANG)  # reap it when it is our own child
+        except ChildProcessError:
+            pass

@@ -1,0 +1,173 @@
+"""Forwarding rate of the switch agent against a bare Python AF_PACKET relay, same run.
+
+Three namespaces: a sender blasting 1 KB frames, the device under test, and a sink whose
+kernel counts what arrived (no userspace receiver competing for the two cores). The same
+sender and sink measure the bare relay (recv on one veth, send on the other, no parsing), the
+agent bridging in a VLAN, and the agent routing (TTL, checksum, MAC rewrite).
+"""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pyroute2 import NetNS, netns
+
+from labs.runtimes.netns import (PROJECT_ROOT, await_agent, in_namespace, remove_namespace,
+                                 stop_processes)
+from labs.state import AgentState
+
+PREFIX = "rlbench-"
+SRC, DUT, SINK = (PREFIX + n for n in ("src", "dut", "sink"))
+FRAME_BYTES = 1024
+WARMUP_S = 0.5
+WINDOW_S = 2.0
+SWITCH_MAC = "02:52:4c:be:0c:01"
+
+
+def switch_config(routed: bool) -> dict:
+    ports = {p: {"speed": "100000", "mtu": "9100", "admin_status": "up"}
+             for p in ("Ethernet0", "Ethernet4")}
+    config = {"DEVICE_METADATA": {"localhost": {"hostname": "dut", "mac": SWITCH_MAC}},
+              "PORT": ports}
+    if routed:
+        config["INTERFACE"] = {"Ethernet0|10.9.1.1/24": {}, "Ethernet4|10.9.2.1/24": {}}
+    else:
+        config["VLAN"] = {"Vlan10": {"vlanid": "10"}}
+        config["VLAN_MEMBER"] = {f"Vlan10|{p}": {"tagging_mode": "untagged"} for p in ports}
+    return config
+
+
+def udp_frame(dst_mac: str, src_mac: str) -> bytes:
+    """A 1 KB IPv4/UDP frame, 10.9.1.2 -> 10.9.2.2, with valid checksums."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    pkt = Ether(dst=dst_mac, src=src_mac) / IP(src="10.9.1.2", dst="10.9.2.2", ttl=64) / \
+        UDP(sport=4000, dport=9)
+    return bytes(pkt / bytes(FRAME_BYTES - len(pkt)))
+
+
+def mac_of(ns: str, iface: str) -> str:
+    with NetNS(ns) as ipr:
+        return ipr.get_links(ifname=iface)[0].get_attr("IFLA_ADDRESS")
+
+
+def rx_packets(ns: str, iface: str) -> int:
+    with NetNS(ns) as ipr:
+        return ipr.get_links(ifname=iface)[0].get_attr("IFLA_STATS64")["rx_packets"]
+
+
+def build() -> None:
+    for ns in (SRC, DUT, SINK):
+        netns.create(ns)
+    with NetNS(SRC) as ipr:
+        ipr.link("add", ifname="eth1", kind="veth", peer={"ifname": "eth1", "net_ns_fd": DUT})
+    with NetNS(DUT) as ipr:
+        ipr.link("add", ifname="eth2", kind="veth", peer={"ifname": "eth1", "net_ns_fd": SINK})
+    for ns, ifaces in ((SRC, ["eth1"]), (DUT, ["eth1", "eth2"]), (SINK, ["eth1"])):
+        with NetNS(ns) as ipr:
+            for iface in ifaces:
+                ipr.link("set", index=ipr.link_lookup(ifname=iface)[0], state="up")
+    with NetNS(SINK) as ipr:
+        ipr.addr("add", index=ipr.link_lookup(ifname="eth1")[0], address="10.9.2.2", prefixlen=24)
+
+
+def teardown() -> None:
+    for ns in (SRC, DUT, SINK):
+        if ns in netns.listnetns():
+            remove_namespace(ns)
+
+
+def spawn(ns: str, args: list[str], log: Path) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        return subprocess.Popen(in_namespace(ns, [sys.executable, *args]), stdout=out,
+                                stderr=subprocess.STDOUT, cwd=PROJECT_ROOT)
+
+
+def rate(frame: bytes, folder: Path) -> float:
+    """Delivered packets per second at the sink while the sender runs flat out."""
+    sender = spawn(SRC, ["-m", "bench.forwarding", "send", "eth1", frame.hex(),
+                         str(WARMUP_S + WINDOW_S + 0.5)], folder / "sender.log")
+    try:
+        time.sleep(WARMUP_S)  # a measurement window, not a wait for a condition
+        before, t0 = rx_packets(SINK, "eth1"), time.perf_counter()
+        time.sleep(WINDOW_S)
+        after, t1 = rx_packets(SINK, "eth1"), time.perf_counter()
+    finally:
+        sender.wait()
+    return (after - before) / (t1 - t0)
+
+
+def measure() -> dict:
+    results = {}
+    teardown()
+    build()
+    try:
+        with tempfile.TemporaryDirectory(prefix="rocelab-fwd-") as tmp:
+            folder = Path(tmp)
+            src_mac, sink_mac = mac_of(SRC, "eth1"), mac_of(SINK, "eth1")
+            relay = spawn(DUT, ["-m", "bench.forwarding", "relay", "eth1", "eth2"],
+                          folder / "relay.log")
+            try:
+                results["bare_relay_pps"] = rate(udp_frame(sink_mac, src_mac), folder)
+            finally:
+                stop_processes([relay.pid])
+            for routed in (False, True):
+                name = "agent_routed_pps" if routed else "agent_bridged_pps"
+                config = folder / f"{name}.json"
+                config.write_text(json.dumps(switch_config(routed)))
+                control = folder / "dut.sock"
+                agent = spawn(DUT, ["-m", "fabric.agent", "--config", str(config), "--name",
+                                    "dut", "--control", str(control), "--ports", "eth1,eth2"],
+                              folder / f"{name}.log")
+                try:
+                    await_agent(AgentState(node="dut", namespace=DUT, pid=agent.pid,
+                                           control=str(control), log=str(folder / f"{name}.log")),
+                                time.monotonic() + 10)
+                    dst_mac = SWITCH_MAC if routed else sink_mac
+                    results[name] = rate(udp_frame(dst_mac, src_mac), folder)
+                finally:
+                    stop_processes([agent.pid])
+    finally:
+        teardown()
+    bare = results["bare_relay_pps"]
+    results["frame_bytes"] = FRAME_BYTES
+    results["bridged_vs_bare"] = results["agent_bridged_pps"] / bare
+    results["routed_vs_bare"] = results["agent_routed_pps"] / bare
+    return results
+
+
+def _open(iface: str) -> socket.socket:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.bind((iface, 0))
+    return s
+
+
+def _send(iface: str, frame_hex: str, seconds: str) -> None:
+    s, frame = _open(iface), bytes.fromhex(frame_hex)
+    end = time.monotonic() + float(seconds)
+    while time.monotonic() < end:
+        for _ in range(256):
+            try:
+                s.send(frame)
+            except OSError:
+                pass
+
+
+def _relay(rx_iface: str, tx_iface: str) -> None:
+    rx, tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3)), _open(tx_iface)
+    rx.setsockopt(263, 23, 1)  # PACKET_IGNORE_OUTGOING
+    rx.bind((rx_iface, 0))
+    while True:
+        try:
+            tx.send(rx.recv(65536))
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    {"send": _send, "relay": _relay}[sys.argv[1]](*sys.argv[2:])

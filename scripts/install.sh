@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install what rocelab needs on a Debian/Ubuntu machine: system tools (as root) and the
+# project itself in .venv. Safe to repeat: it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(iproute2 iputils-ping ethtool procps tcpdump tshark iperf3 python3-venv python3-pip)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install: missing Debian packages (${missing[*]}); run as root to install them" >&2
+        exit 1
+    fi
+    echo "install: apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+stamp=.venv/.rocelab-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "install: python environment in .venv"
+    "$PYTHON" -m venv .venv
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv/bin/python -m pip install -q -e '.[test]'
+    echo "$want" > "$stamp"
+fi

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The first quick-start command: install, bring up the default lab, show that it works.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LAB=${1:-roce-v2-leafspine}
+
+scripts/install.sh
+.venv/bin/invoke lab.down "$LAB" >/dev/null   # a fresh start when repeated
+.venv/bin/invoke lab.up "$LAB"
+.venv/bin/invoke lab.status --name "$LAB"
+.venv/bin/invoke lab.pingall --name "$LAB"
+echo
+echo "The lab stays up. Try: .venv/bin/invoke lab.exec h1 -- ping -c3 10.1.2.13"
+echo "Take it down with:    .venv/bin/invoke lab.down $LAB"
