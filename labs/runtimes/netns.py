@@ -27,6 +27,7 @@ from labs.topology import Node, Topology
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 AGENT_START_TIMEOUT_S = 15.0
+LINKS_UP_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 3.0
 # Hosts compute their own checksums and segment their own TCP: the switch is a userspace
 # program reading raw frames, so offloaded (partial) checksums and 64 KB GSO frames would
@@ -99,6 +100,8 @@ class NetnsRuntime:
                     self._exec_commands(host, state)
             with step("start switch agents"):
                 self._start_agents(topo, state)
+            with step("await links up"):
+                self._await_links_up(topo, state)
         except BaseException:
             self.down(state)
             raise
@@ -139,6 +142,26 @@ class NetnsRuntime:
                 for iface in topo.interfaces(node.name):
                     run(in_namespace(ns, ["ethtool", "-K", iface, *HOST_OFFLOADS_OFF]),
                         f"ethtool -K {iface} in {ns}")
+
+    @staticmethod
+    def _await_links_up(topo: Topology, state: LabState) -> None:
+        """The kernel reports carrier with a delay after both ends are up: a lab is up only
+        when every wire is."""
+        deadline = time.monotonic() + LINKS_UP_TIMEOUT_S
+        waiting = {(state.namespaces[n], iface) for n in topo.nodes
+                   for iface in topo.interfaces(n)}
+        while waiting:
+            for ns in {ns for ns, _ in waiting}:
+                with NetNS(ns) as ipr:
+                    up = {link.get_attr("IFLA_IFNAME") for link in ipr.get_links()
+                          if link.get_attr("IFLA_OPERSTATE") == "UP"}
+                waiting -= {(ns, iface) for iface in up}
+            if waiting and time.monotonic() > deadline:
+                raise LabError("still down after "
+                               f"{LINKS_UP_TIMEOUT_S:.0f} s: "
+                               + ", ".join(f"{ns}:{i}" for ns, i in sorted(waiting)))
+            if waiting:
+                time.sleep(0.02)
 
     def _exec_commands(self, node: Node, state: LabState) -> None:
         for command in node.exec:
