@@ -15,26 +15,16 @@ import os
 import selectors
 import signal
 import socket
-import struct
 import sys
 import time
 from pathlib import Path
 
+from fabric import afpacket
 from fabric.config import ConfigError, load, port_name
 from fabric.model.switch import Switch
 
-ETH_P_ALL = 0x0003
-SOL_PACKET = 263
-PACKET_AUXDATA = 8
-PACKET_STATISTICS = 6
-PACKET_IGNORE_OUTGOING = 23
-TP_STATUS_VLAN_VALID = 1 << 4
-TP_STATUS_VLAN_TPID_VALID = 1 << 6
-AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
 TICK_S = 0.1
 BATCH = 64  # frames drained from one port before the loop looks at the others
-RCVBUF = 4 << 20
-SO_RCVBUFFORCE = 33  # not in the socket module
 
 
 class Port:
@@ -43,37 +33,19 @@ class Port:
     def __init__(self, name: str, iface: str) -> None:
         self.name = name
         self.iface = iface
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-        self.sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-        try:  # frames we send must not come back to us (Linux >= 4.20)
-            self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
-        except OSError:
-            pass
-        try:  # the kernel drops silently when this fills: make it deep, and count drops
-            self.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF)
-        except PermissionError:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
-        self.sock.bind((iface, ETH_P_ALL))
-        self.sock.setblocking(False)
+        # frames we send must not come back to us
+        self.sock = afpacket.open_socket(iface, ignore_outgoing=True)
         self.kernel_drops = 0
         self.tx_errors = 0
 
     def read(self) -> bytes | None:
-        """One frame with its 802.1Q tag put back (the kernel strips it into auxdata)."""
-        try:
-            data, anc, _flags, addr = self.sock.recvmsg(65536, 64)
-        except BlockingIOError:
+        """One frame with its 802.1Q tag put back; b"" for one of our own transmissions
+        (kernels before 4.20 cannot ignore them), None when nothing is queued."""
+        got = afpacket.recv_frame(self.sock)
+        if got is None:
             return None
-        if addr[2] == socket.PACKET_OUTGOING:
-            return b""
-        for level, kind, raw in anc:
-            if level == SOL_PACKET and kind == PACKET_AUXDATA and len(raw) >= AUXDATA.size:
-                status, _, _, _, _, tci, tpid = AUXDATA.unpack_from(raw)
-                if status & TP_STATUS_VLAN_VALID:
-                    if not status & TP_STATUS_VLAN_TPID_VALID:
-                        tpid = 0x8100
-                    return data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
-        return data
+        frame, pkttype = got
+        return b"" if pkttype == socket.PACKET_OUTGOING else frame
 
     def write(self, frame: bytes) -> None:
         try:
@@ -85,9 +57,7 @@ class Port:
 
     def poll_kernel_drops(self) -> int:
         """PACKET_STATISTICS resets on read: accumulate."""
-        _packets, drops = struct.unpack("II", self.sock.getsockopt(SOL_PACKET,
-                                                                    PACKET_STATISTICS, 8))
-        self.kernel_drops += drops
+        self.kernel_drops += afpacket.statistics(self.sock)[1]
         return self.kernel_drops
 
 
