@@ -19,11 +19,13 @@ from pyroute2 import NetNS, netns
 from fabric.client import AgentClient, AgentError
 from labs import state as states
 from labs import topology
+from labs.runtimes.containerlab import ContainerlabRuntime, runs_rocelab_switch
 from labs.runtimes.netns import LabError, NetnsRuntime, agent_alive, remove_namespace
 from labs.state import LabState
-from labs.topology import Topology
+from labs.topology import Node, Topology
 
-RUNTIMES = {"netns": NetnsRuntime}
+RUNTIMES: dict[str, type[NetnsRuntime | ContainerlabRuntime]] = {
+    "netns": NetnsRuntime, "containerlab": ContainerlabRuntime}
 HOST_TTL = 64  # Linux's default initial TTL: hops = HOST_TTL - reply TTL
 TTL_RE = re.compile(r"ttl=(\d+)")
 TIME_EXCEEDED_RE = re.compile(r"From (\S+) icmp_seq=\d+ Time to live exceeded")
@@ -58,7 +60,7 @@ class Ping:
     hops: int | None  # routers that decremented TTL on the way back
 
 
-def runtime_for(name: str) -> NetnsRuntime:
+def runtime_for(name: str) -> NetnsRuntime | ContainerlabRuntime:
     if name not in RUNTIMES:
         raise LabError(f"unknown runtime {name!r} (available: {', '.join(RUNTIMES)})")
     return RUNTIMES[name]()
@@ -161,7 +163,7 @@ class Lab:
             ns = self.state.namespaces.get(node.name, "")
             st = NodeStatus(node.name, node.kind, ns, ns in present)
             agent = self.state.agents.get(node.name)
-            if node.is_switch:
+            if self._runs_agent(node):
                 st.agent_alive = agent is not None and agent_alive(agent)
                 st.agent_pid = agent.pid if agent else None
                 if st.agent_alive:
@@ -178,6 +180,13 @@ class Lab:
                             and oper[link.b.node].get(link.b.iface, False))
                  for link in self.topology.links]
         return nodes, links
+
+    def _runs_agent(self, node: Node) -> bool:
+        """Every switch under netns; under containerlab only the project's switch image, since
+        a SONiC-VS switch has no rocelab agent to be alive or dead."""
+        if self.state.runtime == "containerlab":
+            return runs_rocelab_switch(node)
+        return node.is_switch
 
     def _oper_up(self, node: str, present: set[str]) -> dict[str, bool]:
         ns = self.state.namespaces.get(node)

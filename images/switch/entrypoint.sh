@@ -1,0 +1,72 @@
+#!/bin/sh
+# rocelab-switch entrypoint: wait for the wires, then become the switch agent.
+#
+# containerlab starts a container first and plugs its links (eth1, eth2, ...) in afterwards,
+# so the agent cannot open its ports at start. ROCELAB_PORTS (set by rocelab's containerlab
+# runtime and by lab.export) names the ports to wait for; without it the ports are the ethN
+# present once their list has stopped changing for ROCELAB_SETTLE_S seconds. Either way the
+# wait is bounded by ROCELAB_PORT_WAIT_S.
+#
+# The agent's control socket and log go to /run/rocelab (agent.sock, agent.log): rocelab binds
+# that folder from the lab's state folder, so lab.status and fabric.client reach the agent.
+set -eu
+
+CONFIG=${ROCELAB_CONFIG:-/etc/sonic/config_db.json}
+CONTROL_DIR=${ROCELAB_CONTROL_DIR:-/run/rocelab}
+WAIT_S=${ROCELAB_PORT_WAIT_S:-300}
+SETTLE_S=${ROCELAB_SETTLE_S:-3}
+NAME=${HOSTNAME:-$(hostname)}
+
+wired() {
+    ls /sys/class/net | grep -E '^eth[1-9][0-9]*$' | sort -V | paste -sd, -
+}
+
+missing() {
+    for port in $(echo "$ROCELAB_PORTS" | tr ',' ' '); do
+        [ -e "/sys/class/net/$port" ] || printf '%s ' "$port"
+    done
+}
+
+waited=0
+stable=0
+last=""
+while :; do
+    if [ -n "${ROCELAB_PORTS:-}" ]; then
+        absent=$(missing)
+        if [ -z "$absent" ]; then
+            ports=$ROCELAB_PORTS
+            break
+        fi
+    else
+        absent="(any ethN)"
+        now=$(wired)
+        if [ -n "$now" ] && [ "$now" = "$last" ]; then
+            stable=$((stable + 1))
+            if [ "$stable" -ge "$SETTLE_S" ]; then
+                ports=$now
+                break
+            fi
+        else
+            stable=0
+        fi
+        last=$now
+    fi
+    if [ "$waited" -ge "$WAIT_S" ]; then
+        echo "rocelab-switch $NAME: ports still missing after ${WAIT_S} s: $absent" >&2
+        exit 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+done
+
+# The switch's kernel must stay silent on its ports (no IPv6 router solicitations, no
+# neighbour discovery): the agent speaks for the switch. Needs a privileged container, which
+# containerlab's are.
+if ! sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; then
+    echo "rocelab-switch $NAME: warning: cannot disable IPv6 (container not privileged?)" >&2
+fi
+
+mkdir -p "$CONTROL_DIR"
+echo "rocelab-switch $NAME: ports $ports; agent log in $CONTROL_DIR/agent.log"
+exec python -m fabric.agent --config "$CONFIG" --name "$NAME" \
+    --control "$CONTROL_DIR/agent.sock" --ports "$ports" >>"$CONTROL_DIR/agent.log" 2>&1
