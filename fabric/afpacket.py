@@ -12,6 +12,7 @@ matters (a capture along a path), ``recv_stamped`` gives the kernel's own arriva
 """
 from __future__ import annotations
 
+import errno
 import socket
 import struct
 
@@ -71,6 +72,10 @@ def recv_frame(sock: socket.socket) -> tuple[bytes, int] | None:
         data, anc, _flags, addr = sock.recvmsg(MAX_FRAME, ANCILLARY)
     except BlockingIOError:
         return None
+    except OSError as e:  # the link went down: reported once on the socket, not fatal
+        if e.errno != errno.ENETDOWN:
+            raise
+        return None
     return _with_tag(data, anc), addr[2]
 
 
@@ -80,6 +85,10 @@ def recv_stamped(sock: socket.socket) -> tuple[bytes, int, float | None] | None:
     try:
         data, anc, _flags, addr = sock.recvmsg(MAX_FRAME, ANCILLARY_STAMPED)
     except BlockingIOError:
+        return None
+    except OSError as e:
+        if e.errno != errno.ENETDOWN:
+            raise
         return None
     stamp = None
     for level, kind, raw in anc:

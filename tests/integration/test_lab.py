@@ -147,6 +147,15 @@ def test_router_refuses_non_ip_frames_addressed_to_it(lab):
     wait_for(lambda: lab.agent("leaf1").counters()["drops"].get("non_ip_to_router", 0) > before)
 
 
+def test_agent_survives_its_port_going_down_and_up(lab):
+    """A switch port taken down under the agent is reported once on its socket: no crash."""
+    for state in ("down", "up"):
+        assert lab.exec("leaf1", ["ip", "link", "set", "eth4", state]).returncode == 0
+    wait_for(lambda: all(link.up for link in lab.status()[1]))
+    assert agent_alive(lab.state.agents["leaf1"])
+    assert lab.ping("h1", "h2", "10.1.1.12").ok
+
+
 def test_two_labs_run_side_by_side(lab, tmp_path):
     from tests.conftest import copy_lab
     other = labs.up(str(copy_lab(tmp_path)))
