@@ -570,9 +570,13 @@ class ContainerlabRuntime:
                           DESTROY_TIMEOUT_S)
         state.remove()
 
+    def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
+        """The command line that runs argv inside the node (for interactive use too)."""
+        return docker_exec_argv(self._container(state, node), argv)
+
     def exec(self, state: LabState, node: str, argv: list[str],
              timeout: float | None = None) -> subprocess.CompletedProcess:
-        return self.run(docker_exec_argv(self._container(state, node), argv),
+        return self.run(self.exec_argv(state, node, argv),
                         capture_output=True, text=True, timeout=timeout)
 
     def inspect(self, state: LabState) -> dict[str, ContainerRecord]:

@@ -198,12 +198,16 @@ class NetnsRuntime:
                 remove_namespace(ns)
         state.remove()
 
-    def exec(self, state: LabState, node: str, argv: list[str],
-             timeout: float | None = None) -> subprocess.CompletedProcess:
+    def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
+        """The command line that runs argv inside the node (for interactive use too)."""
         if node not in state.namespaces:
             raise LabError(f"lab {state.lab} has no node {node!r} "
                            f"(nodes: {', '.join(state.namespaces)})")
-        return subprocess.run(in_namespace(state.namespaces[node], argv), capture_output=True,
+        return in_namespace(state.namespaces[node], argv)
+
+    def exec(self, state: LabState, node: str, argv: list[str],
+             timeout: float | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(self.exec_argv(state, node, argv), capture_output=True,
                               text=True, timeout=timeout)
 
 
