@@ -1,0 +1,246 @@
+"""Egress scheduling and pacing of one port: eight FIFO queues, strict priority then DWRR,
+PFC-paused queues skipped, frames released at the port's emulated line rate.
+
+Order of service (SONiC ``QUEUE|<port>|<q>: scheduler`` -> ``SCHEDULER|<name>: type, weight``):
+
+1. STRICT queues, the highest queue index first. SAI has no priority attribute for a strict
+   scheduler (orchagent ignores SCHEDULER's ``priority`` field), so ASICs order strict
+   queues by index: queue 7 before queue 6 before ... (SONiC's strict CNP queue 6 overtakes
+   the RoCE queues 3/4 this way);
+2. the other queues by deficit round robin (Shreedhar and Varghese), each visit adding a
+   quantum proportional to the weight. The quanta are ``weight * ceil(max_frame / smallest
+   weight)``: exactly proportional to the weights, and the smallest one still holds the
+   port's largest frame, so every visit to a backlogged queue sends at least one frame and
+   a decision costs at most one pass over the queues. WRR is served like DWRR (byte-fair);
+   a queue with no scheduler gets SAI's default scheduler, WRR with weight 1.
+
+A queue whose gate is closed (``gate(queue) > now``: PFC pause on its priority, see
+``pause.PauseState.until``) is skipped; the others keep flowing (congestion.md: "a
+PFC-paused queue is skipped until its pause expires or an XON arrives").
+
+Pacing: a frame of L bytes holds the wire for ``L * 8 / rate_bps`` seconds, with
+``rate_bps = speed_mbps * 1e6 / S`` (DESIGN.md, "Time scale"); L is the frame as sent on the
+veth (no preamble, FCS or inter-frame gap, which a veth does not carry). Each frame starts at
+the earliest moment it could have: when the wire became free, the frame arrived and its
+queue's gate opened, whichever is last. That virtual timeline is exact whatever the
+caller's timing: a backlogged port sends N frames in exactly N * L * 8 / rate, and a caller
+that dequeues late catches up. How late each frame actually left (``now`` minus that
+start) is recorded in ``lateness``, the emulation's fidelity evidence (congestion.md: "a
+backlogged port dequeues packets at size/rate intervals").
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from fabric.config import Port, Qos
+from fabric.model.counters import NUM_QUEUES
+from fabric.model.frames import ETH_HEADER_LEN, VLAN_TAG_LEN
+
+Gate = Callable[[int], float]  # queue -> time until which it may not send (<= now: open)
+
+
+def wire_rate_bps(speed_mbps: int, time_scale: float) -> float:
+    """A port's emulated rate: the configured speed slowed down by the lab's time scale."""
+    return speed_mbps * 1e6 / time_scale
+
+
+class Discipline(NamedTuple):
+    """How one queue is scheduled: strict priority, or DWRR with a weight."""
+
+    strict: bool
+    weight: int = 1
+
+
+SAI_DEFAULT = Discipline(strict=False, weight=1)  # saischeduler.h: WRR, weight 1
+
+
+def disciplines(qos: Qos, port: str) -> list[Discipline]:
+    """The eight queues' disciplines of ``port`` from QUEUE and SCHEDULER."""
+    result = []
+    for queue in range(NUM_QUEUES):
+        entry = qos.queues.get((port, queue))
+        if entry is None or entry.scheduler is None:
+            result.append(SAI_DEFAULT)
+            continue
+        scheduler = qos.schedulers[entry.scheduler]
+        if scheduler.type == "STRICT":
+            result.append(Discipline(strict=True))
+        else:
+            result.append(Discipline(strict=False, weight=scheduler.weight or 1))
+    return result
+
+
+class Lateness:
+    """How late frames left compared with when they could have: max, mean, percentiles.
+
+    A log2 histogram in microseconds keeps percentiles (p99) cheap and bounded: bucket 0
+    holds [0, 1 us), bucket b holds [2**(b-1), 2**b) us, the last one everything above.
+    """
+
+    BUCKETS = 32
+    __slots__ = ("count", "total", "max", "buckets")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.max = 0.0
+        self.buckets = [0] * self.BUCKETS
+
+    def record(self, seconds: float) -> None:
+        self.count += 1
+        self.total += seconds
+        if seconds > self.max:
+            self.max = seconds
+        bucket = 0 if seconds < 1e-6 else min(math.frexp(seconds * 1e6)[1], self.BUCKETS - 1)
+        self.buckets[bucket] += 1
+
+    def percentile(self, fraction: float) -> float:
+        """An upper bound (seconds) on the given fraction of lateness values, e.g. 0.99."""
+        needed = math.ceil(fraction * self.count)
+        seen = 0
+        for bucket, count in enumerate(self.buckets):
+            seen += count
+            if count and seen >= needed:
+                return min(2.0 ** bucket * 1e-6, self.max)
+        return self.max
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"count": self.count, "max_s": self.max,
+                "mean_s": self.total / self.count if self.count else 0.0,
+                "p99_s": self.percentile(0.99)}
+
+
+class _Queue:
+    __slots__ = ("index", "strict", "quantum", "deficit", "entries", "depth")
+
+    def __init__(self, index: int, strict: bool, quantum: int) -> None:
+        self.index = index
+        self.strict = strict
+        self.quantum = quantum
+        self.deficit = 0
+        self.entries: deque[tuple[bytes, Any, float]] = deque()  # (frame, meta, enqueued at)
+        self.depth = 0  # bytes
+
+
+class PortScheduler:
+    """The queues and the wire of one egress port.
+
+    ``enqueue`` after admission (buffers, WRED); ``dequeue(now)`` when
+    ``next_send_time()`` has come; ``flush`` for the PFC watchdog's drop action. ``meta``
+    travels with the frame untouched (the switch's classification, buffer accounting...).
+    """
+
+    def __init__(self, rate_bps: float, queues: Sequence[Discipline], max_frame_bytes: int,
+                 gate: Gate | None = None) -> None:
+        self.rate_bps = rate_bps
+        self.free_at = 0.0  # when the wire finishes the last frame released
+        self.lateness = Lateness()
+        self._gate = gate
+        weights = [d.weight for d in queues if not d.strict]
+        unit = math.ceil(max_frame_bytes / min(weights)) if weights else 0
+        self._queues = [_Queue(i, d.strict, d.weight * unit) for i, d in enumerate(queues)]
+        self._strict = [q for q in reversed(self._queues) if q.strict]  # highest index first
+        self._weighted = [q for q in self._queues if not q.strict]
+        self._rr = 0  # the weighted queue being visited
+        self._visiting = False  # it already received this visit's quantum
+
+    @classmethod
+    def from_config(cls, qos: Qos, port: Port, time_scale: float,
+                    gate: Gate | None = None) -> PortScheduler:
+        """A port's scheduler from its PORT speed and MTU and its QUEUE/SCHEDULER entries."""
+        return cls(wire_rate_bps(port.speed_mbps, time_scale), disciplines(qos, port.name),
+                   port.mtu + ETH_HEADER_LEN + VLAN_TAG_LEN, gate)
+
+    def enqueue(self, queue: int, frame: bytes, meta: Any, now: float) -> None:
+        q = self._queues[queue]
+        q.entries.append((frame, meta, now))
+        q.depth += len(frame)
+
+    def depth_bytes(self, queue: int) -> int:
+        return self._queues[queue].depth
+
+    def depth_packets(self, queue: int) -> int:
+        return len(self._queues[queue].entries)
+
+    def flush(self, queue: int) -> list[tuple[bytes, Any]]:
+        """Empty a queue and return what it held (the watchdog's drop action)."""
+        q = self._queues[queue]
+        dropped = [(frame, meta) for frame, meta, _ in q.entries]
+        q.entries.clear()
+        q.depth = 0
+        q.deficit = 0
+        return dropped
+
+    def _open(self, q: _Queue, now: float) -> bool:
+        return bool(q.entries) and (self._gate is None or self._gate(q.index) <= now)
+
+    def next_send_time(self) -> float | None:
+        """When the next frame can start: None when every queue is empty.
+
+        A paused queue counts from the end of its current pause; a pause that is refreshed
+        meanwhile just makes ``dequeue`` at that time return None.
+        """
+        earliest = None
+        for q in self._queues:
+            if q.entries:
+                ready = q.entries[0][2]
+                if self._gate is not None:
+                    ready = max(ready, self._gate(q.index))
+                if earliest is None or ready < earliest:
+                    earliest = ready
+        return None if earliest is None else max(self.free_at, earliest)
+
+    def dequeue(self, now: float) -> tuple[bytes, Any, int] | None:
+        """The next frame to put on the wire at ``now``: (frame, meta, queue), or None when
+        the wire is still busy or no queue may send."""
+        if now < self.free_at:
+            return None
+        q = self._pick(now)
+        if q is None:
+            return None
+        frame, meta, enqueued = q.entries.popleft()
+        q.depth -= len(frame)
+        start = max(self.free_at, enqueued)
+        if self._gate is not None:
+            start = max(start, self._gate(q.index))
+        self.lateness.record(now - start)
+        self.free_at = start + len(frame) * 8 / self.rate_bps
+        return frame, meta, q.index
+
+    def _pick(self, now: float) -> _Queue | None:
+        for q in self._strict:
+            if self._open(q, now):
+                return q
+        return self._pick_weighted(now)
+
+    def _pick_weighted(self, now: float) -> _Queue | None:
+        """Deficit round robin over the open weighted queues.
+
+        A queue keeps the pointer while its deficit covers its head frame; an emptied queue
+        loses its deficit (it must not save up credit while idle); a paused one keeps it
+        but earns no quantum while skipped.
+        """
+        weighted = self._weighted
+        if not any(self._open(q, now) for q in weighted):
+            return None
+        while True:
+            q = weighted[self._rr]
+            if self._open(q, now):
+                if not self._visiting:
+                    q.deficit += q.quantum
+                    self._visiting = True
+                size = len(q.entries[0][0])
+                if size <= q.deficit:
+                    q.deficit -= size
+                    if len(q.entries) == 1:
+                        q.deficit = 0
+                        self._advance()
+                    return q
+            self._advance()
+
+    def _advance(self) -> None:
+        self._rr = (self._rr + 1) % len(self._weighted)
+        self._visiting = False

@@ -1,0 +1,128 @@
+"""PFC watchdog: detect a PFC storm on one lossless queue, contain it, notice its end.
+
+Per ``PFC_WD|<port>`` (action, detection_time, restoration_time) and
+``PFC_WD|GLOBAL: POLL_INTERVAL``, for each lossless queue of the port. The rules are
+SONiC's (``reference/sonic-config.md``, "PFC watchdog"):
+
+- storm: the queue holds bytes, transmits nothing, and PFC keeps arriving, for the
+  detection time. A poll sees that over the interval since the previous poll: bytes held
+  at both polls, the transmit count unchanged, and a pausing PFC frame received within the
+  last poll interval (SONiC's detect plugin: occupancy, ``QUEUE_STAT_PACKETS`` unchanged,
+  ``PFC_RX_PKTS`` risen). The storm is taken to start at the previous poll of its first such
+  interval, when the backlogged queue was already held, and is declared once it has lasted
+  detection_time: never earlier than detection_time after it really began, so a shorter
+  storm never triggers (SONiC's plugin counts the same intervals, in whole poll intervals);
+- restored: no pausing PFC received for the restoration time;
+- actions while stormed: ``drop``, the queue stops honouring PFC and its packets, queued
+  and arriving, are dropped; ``forward``, it stops honouring PFC and transmits; ``alert``,
+  the storm is only reported (the queue stays paused).
+
+Timing: the watchdog is a control-plane timer in milliseconds of real time, so it is not
+scaled by the lab's time scale (congestion.md: "Control-plane timers ... need not be
+scaled"). The caller polls at ``due``: one poll interval after the last poll, or sooner
+when a detection or restoration deadline falls in between. A storm is then declared
+between detection_time and detection_time + poll interval after it began, and restored
+exactly restoration_time after the last PFC. (A storm shows only after one whole held
+interval, so a detection_time shorter than the poll interval acts as one interval.)
+Polling strictly every interval is also correct: a deadline then waits for the next poll,
+which keeps the bound whenever detection_time is a multiple of the interval (SONiC's
+defaults: 200 ms and 200 ms).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from fabric.config import PfcWatchdog
+
+STORM = "storm"
+RESTORE = "restore"
+
+# Poll times come from a float clock: a poll meant for a deadline may land an ulp short.
+_EPSILON_S = 1e-9
+
+
+class WatchdogEvent(NamedTuple):
+    time: float
+    kind: str  # STORM or RESTORE
+    port: str
+    queue: int
+    action: str  # drop, forward or alert
+
+
+class QueueWatchdog:
+    """The PFC watchdog of one (port, lossless queue)."""
+
+    __slots__ = ("port", "queue", "action", "detection_s", "restoration_s", "interval_s",
+                 "stormed", "due", "events", "_polled_at", "_depth", "_tx", "_storm_from")
+
+    def __init__(self, port: str, queue: int, settings: PfcWatchdog,
+                 poll_interval_ms: int) -> None:
+        self.port = port
+        self.queue = queue
+        self.action = settings.action
+        self.detection_s = settings.detection_time_ms / 1000
+        self.restoration_s = settings.restoration_time_ms / 1000
+        self.interval_s = poll_interval_ms / 1000
+        self.stormed = False
+        self.due = float("-inf")  # when the caller should poll next
+        self.events: list[WatchdogEvent] = []
+        self._polled_at: float | None = None
+        self._depth = 0
+        self._tx = 0
+        self._storm_from: float | None = None  # a suspected storm's start
+
+    @property
+    def drops(self) -> bool:
+        """The queue's packets, queued and arriving, must be dropped now."""
+        return self.stormed and self.action == "drop"
+
+    @property
+    def ignores_pfc(self) -> bool:
+        """The queue must not honour PFC now (``PauseState.ignore``)."""
+        return self.stormed and self.action in ("drop", "forward")
+
+    def poll(self, now: float, queue_depth: int, tx_count: int,
+             last_pfc_rx_time: float | None) -> list[WatchdogEvent]:
+        """Look at the queue at ``now``: its depth in bytes, its transmit count so far and when
+        a PFC frame last paused its priority (None: never). Returns the new events."""
+        new: list[WatchdogEvent] = []
+        if self.stormed:
+            deadline = self._restore_deadline(last_pfc_rx_time)
+            if deadline is None or now >= deadline - _EPSILON_S:
+                self.stormed = False
+                new.append(self._event(now, RESTORE))
+        elif self._stuck(now, queue_depth, tx_count, last_pfc_rx_time):
+            if self._storm_from is None:
+                self._storm_from = self._polled_at
+            if now >= self._storm_from + self.detection_s - _EPSILON_S:
+                self.stormed = True
+                self._storm_from = None
+                new.append(self._event(now, STORM))
+        else:
+            self._storm_from = None
+        self._polled_at, self._depth, self._tx = now, queue_depth, tx_count
+        self.due = self._next_due(now, last_pfc_rx_time)
+        self.events.extend(new)
+        return new
+
+    def _stuck(self, now: float, depth: int, tx: int, last_pfc: float | None) -> bool:
+        """Stuck since the previous poll: bytes held then and now, nothing sent, PFC arriving."""
+        return (self._polled_at is not None and self._depth > 0 and depth > 0
+                and tx == self._tx and last_pfc is not None
+                and now - last_pfc <= self.interval_s + _EPSILON_S)
+
+    def _restore_deadline(self, last_pfc: float | None) -> float | None:
+        return None if last_pfc is None else last_pfc + self.restoration_s
+
+    def _next_due(self, now: float, last_pfc: float | None) -> float:
+        due = now + self.interval_s
+        if self.stormed:
+            deadline = self._restore_deadline(last_pfc)
+        elif self._storm_from is not None:
+            deadline = self._storm_from + self.detection_s
+        else:
+            deadline = None
+        return due if deadline is None or deadline <= now else min(due, deadline)
+
+    def _event(self, now: float, kind: str) -> WatchdogEvent:
+        return WatchdogEvent(now, kind, self.port, self.queue, self.action)
