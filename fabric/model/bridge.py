@@ -10,8 +10,9 @@ member is re-tagged to that member's mode:
 - ``priority_tagged``: a tag with VID 0 and the frame's priority bits (how a lossless
   priority survives on an access port).
 
-The bridge appends ``(port, frame)`` to the caller's ``out`` list and returns a
-disposition (``forwarded`` or a drop reason); it never transmits itself.
+The bridge appends ``(port, frame, cls)`` to the caller's ``out`` list, ``cls`` being the
+frame's ``(tc, pg)`` from ingress classification (``classify``), and returns a disposition
+(``forwarded`` or a drop reason); it never transmits itself.
 """
 from __future__ import annotations
 
@@ -126,21 +127,21 @@ class VlanBridge:
     # --- forwarding ----------------------------------------------------------------------
 
     def forward(self, ingress: PortState, dst: bytes, frame: bytes, off: int, prio: int,
-                out: list, now: float) -> str:
+                cls: tuple, out: list, now: float) -> str:
         """Bridge a unicast frame: to its learned port, or flooded when unknown."""
         port = self.lookup(dst, now)
         if port is None:
-            return self.flood(ingress, frame, off, prio, out)
+            return self.flood(ingress, frame, off, prio, cls, out)
         if port is ingress:
             return SAME_PORT  # the destination is behind the port it came from: filter
         if not port.up:
             return PORT_DOWN
         if len(frame) - off > port.mtu:
             return MTU_EXCEEDED
-        out.append((port, self.retag(frame, off, prio, self.mode_of[port])))
+        out.append((port, self.retag(frame, off, prio, self.mode_of[port]), cls))
         return FORWARDED
 
-    def flood(self, ingress: PortState | None, frame: bytes, off: int, prio: int,
+    def flood(self, ingress: PortState | None, frame: bytes, off: int, prio: int, cls: tuple,
               out: list) -> str:
         """Copy a frame to every other up member (broadcast, multicast, unknown unicast).
 
@@ -159,17 +160,18 @@ class VlanBridge:
             copy = variants.get(mode)
             if copy is None:
                 copy = variants[mode] = self.retag(frame, off, prio, mode)
-            out.append((port, copy))
+            out.append((port, copy, cls))
             sent += 1
         if sent:
             return FORWARDED
         return MTU_EXCEEDED if too_big else NO_EGRESS
 
     def send(self, dst: bytes, src: bytes, ethertype: int, payload: bytes, prio: int,
-             out: list, now: float) -> str:
+             cls: tuple, out: list, now: float) -> str:
         """The router's L2 egress on this VLAN's SVI: to the port where ``dst`` was
         learned, or to every up member when ``dst`` is broadcast or not (or no longer)
-        in the FDB, each copy tagged for its member."""
+        in the FDB, each copy tagged for its member. A tagged copy carries ``prio``: a routed
+        frame keeps its ingress PCP/DEI (no TC_TO_DOT1P map to remark it), originated ones 0."""
         port = None if dst[0] & 1 else self.lookup(dst, now)
         if port is not None:
             if not port.up:
@@ -177,7 +179,7 @@ class VlanBridge:
             if len(payload) > port.mtu:
                 return MTU_EXCEEDED
             out.append((port, self.encapsulate(dst, src, ethertype, payload, prio,
-                                               self.mode_of[port])))
+                                               self.mode_of[port]), cls))
             return FORWARDED
         variants: dict[int, bytes] = {}
         sent = too_big = 0
@@ -191,7 +193,7 @@ class VlanBridge:
             if copy is None:
                 copy = variants[mode] = self.encapsulate(dst, src, ethertype, payload, prio,
                                                          mode)
-            out.append((port, copy))
+            out.append((port, copy, cls))
             sent += 1
         if sent:
             return FORWARDED

@@ -13,8 +13,19 @@ ingress port:
 So for every port ``rx_packets == forwarded + to_cpu + held + sum(drops)``: drops are
 never silent. Frames the switch originates (ARP requests/replies, ICMP) are counted in a
 separate ``cpu`` block, including the ones that could not be delivered.
+
+Per port, QoS counters (all eight always present, string keys for JSON):
+
+- ``pgs["<pg>"]``: ``rx_packets``/``rx_bytes`` of the frames classified into that ingress
+  priority group: every frame that got past the MAC (port up, a whole Ethernet/802.1Q
+  header, not MAC control such as PFC or PAUSE), whatever became of it afterwards;
+- ``queues["<q>"]``: ``tx_packets``/``tx_bytes`` per egress queue; they sum to the
+  port's ``tx_packets``/``tx_bytes``. Originated frames use queue 7 (``classify``).
 """
 from __future__ import annotations
+
+NUM_PGS = 8
+NUM_QUEUES = 8
 
 # Dispositions that are not drops.
 FORWARDED = "forwarded"
@@ -50,20 +61,48 @@ DROP_REASONS = (
 
 
 class PortCounters:
-    """One port's counters; plain attributes because the hot path bumps them per packet."""
+    """One port's counters; plain attributes because the hot path bumps them per packet.
 
-    __slots__ = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "forwarded", "to_cpu",
-                 "held", "drops")
+    Per priority group (ingress) and per queue (egress) the counts are lists indexed by
+    PG/queue number, and the port totals are sums, so each frame is counted once on the
+    hot path: ``rx_*`` = the PGs + the frames turned away before classification
+    (``unclassified``), ``tx_*`` = the queues (every transmitted frame is in one queue).
+    """
+
+    __slots__ = ("forwarded", "to_cpu", "held", "drops", "unclassified_packets",
+                 "unclassified_bytes", "pg_rx_packets", "pg_rx_bytes", "queue_tx_packets",
+                 "queue_tx_bytes")
 
     def __init__(self) -> None:
-        self.rx_packets = 0
-        self.rx_bytes = 0
-        self.tx_packets = 0  # frames the model returned for this port (see Switch)
-        self.tx_bytes = 0
         self.forwarded = 0
         self.to_cpu = 0
         self.held = 0
         self.drops: dict[str, int] = {}
+        # received frames dropped before classification: port down, runt, MAC control
+        self.unclassified_packets = 0
+        self.unclassified_bytes = 0
+        # frames classified on ingress (all the others), by PG
+        self.pg_rx_packets = [0] * NUM_PGS
+        self.pg_rx_bytes = [0] * NUM_PGS
+        # frames the model returned for this port (see Switch), by egress queue
+        self.queue_tx_packets = [0] * NUM_QUEUES
+        self.queue_tx_bytes = [0] * NUM_QUEUES
+
+    @property
+    def rx_packets(self) -> int:
+        return sum(self.pg_rx_packets) + self.unclassified_packets
+
+    @property
+    def rx_bytes(self) -> int:
+        return sum(self.pg_rx_bytes) + self.unclassified_bytes
+
+    @property
+    def tx_packets(self) -> int:
+        return sum(self.queue_tx_packets)
+
+    @property
+    def tx_bytes(self) -> int:
+        return sum(self.queue_tx_bytes)
 
     def count(self, disposition: str) -> None:
         """Record what became of one received frame (a disposition or a drop reason)."""
@@ -84,12 +123,25 @@ class PortCounters:
     def drop(self, reason: str) -> None:
         self.drops[reason] = self.drops.get(reason, 0) + 1
 
+    def unclassified(self, reason: str, size: int) -> str:
+        """Count a received frame that the MAC stage turned away before classification
+        (so it is in no PG); returns ``reason``, its disposition."""
+        self.unclassified_packets += 1
+        self.unclassified_bytes += size
+        return reason
+
     def as_dict(self) -> dict:
+        """JSON-ready; ``pgs`` and ``queues`` always list all eight, keyed "0".."7"."""
         return {
             "rx_packets": self.rx_packets, "rx_bytes": self.rx_bytes,
             "tx_packets": self.tx_packets, "tx_bytes": self.tx_bytes,
             "forwarded": self.forwarded, "to_cpu": self.to_cpu, "held": self.held,
             "drops": dict(sorted(self.drops.items())),
+            "pgs": {str(pg): {"rx_packets": self.pg_rx_packets[pg],
+                              "rx_bytes": self.pg_rx_bytes[pg]} for pg in range(NUM_PGS)},
+            "queues": {str(q): {"tx_packets": self.queue_tx_packets[q],
+                                "tx_bytes": self.queue_tx_bytes[q]}
+                       for q in range(NUM_QUEUES)},
         }
 
 

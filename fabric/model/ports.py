@@ -1,4 +1,4 @@
-"""A front-panel port's runtime state: admin state, MTU, L2/L3 role and counters.
+"""A front-panel port's runtime state: admin state, MTU, L2/L3 role, QoS tables, counters.
 
 Built once from the configuration so that the per-packet path reads plain attributes
 (role, native VLAN, VID -> VLAN map, routed interface) instead of consulting the config.
@@ -11,6 +11,7 @@ from fabric.model.counters import PortCounters
 
 if TYPE_CHECKING:
     from fabric.model.bridge import VlanBridge
+    from fabric.model.classify import PortClassifier
     from fabric.model.router import L3Interface
 
 # A port's role. Strings so that they read well in counters and errors.
@@ -22,9 +23,10 @@ UNCONFIGURED = "unconfigured"  # neither: every frame is dropped (port_unconfigu
 class PortState:
     """One port of the switch, as the forwarding path sees it."""
 
-    __slots__ = ("name", "up", "mtu", "role", "native_vlan", "vlans", "interface", "counters")
+    __slots__ = ("name", "up", "mtu", "role", "native_vlan", "vlans", "interface", "qos",
+                 "by_dscp", "by_prio", "queue_of", "counters")
 
-    def __init__(self, name: str, up: bool, mtu: int) -> None:
+    def __init__(self, name: str, up: bool, mtu: int, qos: PortClassifier) -> None:
         self.name = name
         self.up = up
         self.mtu = mtu  # largest L3 packet (Ethernet payload) the port carries
@@ -34,6 +36,11 @@ class PortState:
         # Every VLAN the port is a member of, by VID: tagged ingress is admitted by this.
         self.vlans: dict[int, VlanBridge] = {}
         self.interface: L3Interface | None = None  # the routed interface, for ROUTED ports
+        self.qos = qos  # classification tables: ingress (tc, pg) and egress TC -> queue
+        # the tables the per-packet path indexes, one attribute load away (see classify)
+        self.by_dscp = qos.by_dscp
+        self.by_prio = qos.by_prio
+        self.queue_of = qos.queue_of
         self.counters = PortCounters()
 
     def __repr__(self) -> str:

@@ -16,9 +16,11 @@ the switch's MAC. It
 - answers ARP for the ingress interface's own addresses and ICMP echo for any of the
   switch's addresses (replies are routed back like any packet).
 
-Like the bridge, it appends ``(port, frame)`` to an ``out`` list and returns a
-disposition (see ``counters``); routes are cached per destination address, and the
-cache holds neighbour objects whose resolution state changes in place, so it only needs
+Like the bridge, it appends ``(port, frame, cls)`` to an ``out`` list and returns a
+disposition (see ``counters``). ``cls`` is the ingress classification ``(tc, pg)``, which a
+routed packet keeps (while held for ARP too); what the switch originates carries
+``CPU_CLASS``. Routes are cached per destination address, and the cache holds neighbour
+objects whose resolution state changes in place, so it only needs
 clearing when the table or the set of neighbours changes.
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Iterable, NamedTuple
 
 from fabric.config import StaticRoute
 from fabric.model.bridge import VlanBridge
+from fabric.model.classify import CPU_CLASS
 from fabric.model.counters import (
     ARP_NOT_FOR_US, ARP_QUEUE_FULL, ARP_UNRESOLVED, BLACKHOLE, CpuCounters, FORWARDED, HELD,
     IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED, NO_ROUTE, NON_IP_TO_ROUTER, PORT_DOWN, TO_CPU,
@@ -124,8 +127,8 @@ class L3Interface:
                 return addr
         return self.addresses[0][0] if self.addresses else None
 
-    def send(self, dst: bytes, ethertype: int, payload: bytes, prio: int, out: list,
-             now: float) -> str:
+    def send(self, dst: bytes, ethertype: int, payload: bytes, prio: int, cls: tuple,
+             out: list, now: float) -> str:
         """Put ``payload`` on the wire toward ``dst``, from the router MAC.
 
         Routed ports send untagged (the priority bits are a QoS concern of a later stage);
@@ -134,7 +137,8 @@ class L3Interface:
         """
         port = self.port
         if port is None:
-            return self.vlan.send(dst, self.router_mac, ethertype, payload, prio, out, now)
+            return self.vlan.send(dst, self.router_mac, ethertype, payload, prio, cls, out,
+                                  now)
         if not port.up:
             return PORT_DOWN
         if len(payload) > port.mtu:
@@ -142,7 +146,7 @@ class L3Interface:
         frame = dst + self.router_mac + U16.pack(ethertype) + payload
         if len(frame) < MIN_FRAME_LEN:
             frame += bytes(MIN_FRAME_LEN - len(frame))
-        out.append((port, frame))
+        out.append((port, frame, cls))
         return FORWARDED
 
 
@@ -173,8 +177,8 @@ class Neighbor:
         self.expires = 0.0
         self.tries = 0
         self.next_retry = 0.0
-        # (owner counters, IPv4 packet ready to send, priority bits)
-        self.pending: list[tuple[object, bytes, int]] = []
+        # (owner counters, IPv4 packet ready to send, priority bits, class)
+        self.pending: list[tuple[object, bytes, int, tuple]] = []
 
     def resolved(self, mac: bytes, now: float) -> None:
         self.mac = mac
@@ -349,7 +353,7 @@ class Router:
         return nh
 
     def _forget(self, key: tuple[str, int], nh: Neighbor, reason: str) -> None:
-        for owner, _, _ in nh.pending:
+        for owner, _, _, _ in nh.pending:
             owner.settle(reason)
         nh.pending.clear()
         del self.neighbors[key]
@@ -358,17 +362,17 @@ class Router:
     # --- frames addressed to the router ------------------------------------------------
 
     def l3_in(self, iface: L3Interface, ingress: PortState, frame: bytes, ethertype: int,
-              off: int, prio: int, out: list, now: float) -> str:
+              off: int, prio: int, cls: tuple, out: list, now: float) -> str:
         """A frame to the router MAC: IPv4 is routed, ARP answered, anything else (RoCEv1,
         IPv6, ...) dropped, which is what keeps RoCEv1 inside its L2 domain."""
         if ethertype == ETH_P_IPV4:
-            return self.ipv4_in(iface, ingress, frame, off, prio, out, now)
+            return self.ipv4_in(iface, ingress, frame, off, prio, cls, out, now)
         if ethertype == ETH_P_ARP:
             return self.arp_in(iface, ingress, frame, off, prio, out, now)
         return NON_IP_TO_ROUTER
 
     def ipv4_in(self, iface: L3Interface, ingress: PortState, frame: bytes, off: int,
-                prio: int, out: list, now: float) -> str:
+                prio: int, cls: tuple, out: list, now: float) -> str:
         """Route one IPv4 packet (the per-packet hot path: keep it lean)."""
         if len(frame) < off + 20:
             return MALFORMED
@@ -403,20 +407,20 @@ class Router:
                                frame[off + 12:off + total]))
             if total < 46:  # the ingress frame's Ethernet padding was not carried over
                 routed += bytes(46 - total)
-            out.append((port, routed))
+            out.append((port, routed, cls))
             return FORWARDED
         packet = b"".join((frame[off:off + 8], ttl_decrement(csum, ttl, proto),
                            frame[off + 12:off + total]))
-        return self._send_ip(nh, packet, prio, ingress.counters, out, now)
+        return self._send_ip(nh, packet, prio, cls, ingress.counters, out, now)
 
-    def _send_ip(self, nh: Neighbor, packet: bytes, prio: int, owner, out: list,
+    def _send_ip(self, nh: Neighbor, packet: bytes, prio: int, cls: tuple, owner, out: list,
                  now: float) -> str:
         """Send a ready IPv4 packet to a neighbour, or hold it while ARP resolves it."""
         if nh.mac is not None:
-            return nh.iface.send(nh.mac, ETH_P_IPV4, packet, prio, out, now)
+            return nh.iface.send(nh.mac, ETH_P_IPV4, packet, prio, cls, out, now)
         if len(nh.pending) >= ARP_MAX_HELD:
             return ARP_QUEUE_FULL
-        nh.pending.append((owner, packet, prio))
+        nh.pending.append((owner, packet, prio, cls))
         if nh.state == NEW:
             nh.state = INCOMPLETE
             nh.tries = 1
@@ -459,7 +463,7 @@ class Router:
             self.cpu.count(hops)
             return
         nh = hops[packet_flow_hash(packet) % len(hops)] if len(hops) > 1 else hops[0]
-        self.cpu.count(self._send_ip(nh, packet, 0, self.cpu, out, now))
+        self.cpu.count(self._send_ip(nh, packet, 0, CPU_CLASS, self.cpu, out, now))
 
     # --- ARP -------------------------------------------------------------------------------
 
@@ -488,22 +492,22 @@ class Router:
             return TO_CPU if learned else ARP_NOT_FOR_US
         if arp.op == ARP_REQUEST:
             reply = arp_packet(ARP_REPLY, self.router_mac, arp.tpa, arp.sha, arp.spa)
-            self.cpu.count(iface.send(frame[6:12], ETH_P_ARP, reply, 0, out, now))
+            self.cpu.count(iface.send(frame[6:12], ETH_P_ARP, reply, 0, CPU_CLASS, out, now))
         return TO_CPU
 
     def _learn(self, nh: Neighbor, mac: bytes, out: list, now: float) -> None:
         """Record ``mac`` for ``nh`` and send what it held."""
         nh.resolved(mac, now)
         pending, nh.pending = nh.pending, []
-        for owner, packet, prio in pending:
-            owner.settle(nh.iface.send(mac, ETH_P_IPV4, packet, prio, out, now))
+        for owner, packet, prio, cls in pending:
+            owner.settle(nh.iface.send(mac, ETH_P_IPV4, packet, prio, cls, out, now))
 
     def _arp_request(self, nh: Neighbor, out: list, now: float) -> None:
         """Broadcast a who-has for ``nh`` out of its interface (flooded on an SVI)."""
         iface = nh.iface
         source = iface.source_for(nh.ip) or 0
         request = arp_packet(ARP_REQUEST, self.router_mac, source, ZERO_MAC, nh.ip)
-        self.cpu.count(iface.send(BROADCAST_MAC, ETH_P_ARP, request, 0, out, now))
+        self.cpu.count(iface.send(BROADCAST_MAC, ETH_P_ARP, request, 0, CPU_CLASS, out, now))
 
     def tick(self, now: float, out: list) -> None:
         """ARP timers: retry or give up on unresolved next hops, re-probe old entries."""

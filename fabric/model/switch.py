@@ -10,13 +10,15 @@ Frames go in and out as complete Ethernet frames with any 802.1Q tag inline; por
 SONiC names (``Ethernet0``). The pipeline of one frame:
 
 1. ingress (``_ingress``): admin state, MAC-control frames (PFC/PAUSE/LLDP: consumed,
-   never forwarded), the tag, the port's role;
+   never forwarded), the tag, classification into ``(tc, pg)`` (``classify``: DSCP for
+   IP, PCP otherwise, per the port's PORT_QOS_MAP) counted per PG, the port's role;
 2. decide egress: the VLAN's bridge (``bridge.VlanBridge``) or, for frames to the router
    MAC on a routed port or an SVI, the router (``router.Router``). Both append
-   ``(PortState, frame)`` pairs to a list and return a disposition (``counters``);
-3. transmit (``_transmit``): the egress stage. Today it counts tx and hands the frames
-   back; the QoS stage (classification, buffers/PFC, WRED/ECN, scheduling) slots in
-   here, between the forwarding decision and the wire.
+   ``(PortState, frame, (tc, pg))`` to a list and return a disposition (``counters``);
+3. transmit (``_transmit``): the egress stage. Today it picks the egress queue (the
+   egress port's TC -> queue map), counts tx per queue and hands the frames back; the
+   rest of the QoS pipeline (buffers/PFC, WRED/ECN, scheduling) slots in here, between
+   the forwarding decision and the wire.
 
 Tx counters count the frames the model returns: the agent must send every one of them.
 
@@ -27,13 +29,14 @@ from __future__ import annotations
 
 from fabric.config import SwitchConfig
 from fabric.model.bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
+from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier
 from fabric.model.counters import (
     FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC, PORT_DOWN, PORT_UNCONFIGURED, TO_CPU,
     VLAN_NOT_MEMBER, CpuCounters, drop_totals,
 )
 from fabric.model.frames import (
-    BROADCAST_MAC, ETH_P_8021Q, ETH_P_ARP, ETH_P_MAC_CONTROL, LINK_LOCAL_PREFIX, mac_bytes,
-    mac_text,
+    BROADCAST_MAC, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6, ETH_P_MAC_CONTROL,
+    LINK_LOCAL_PREFIX, mac_bytes, mac_text,
 )
 from fabric.model.ports import ROUTED, SWITCHED, PortState
 from fabric.model.router import L3Interface, Router
@@ -48,7 +51,9 @@ class Switch:
         self.hostname = config.hostname
         self.router_mac = mac_bytes(config.mac)
         self._ports: dict[str, PortState] = {
-            name: PortState(name, port.admin_up, port.mtu) for name, port in config.ports.items()}
+            name: PortState(name, port.admin_up, port.mtu,
+                            PortClassifier.from_config(config.qos, name))
+            for name, port in config.ports.items()}
         self._vlans: dict[str, VlanBridge] = {}
         interfaces: list[L3Interface] = []
         for vlan in config.vlans.values():
@@ -112,22 +117,19 @@ class Switch:
         state = self._ports.get(port)
         if state is None:
             raise KeyError(f"{self.hostname}: no port {port!r} in the PORT table")
-        counters = state.counters
-        counters.rx_packets += 1
-        counters.rx_bytes += len(frame)
         self._now = now
-        out: list[tuple[PortState, bytes]] = []
+        out: list[tuple[PortState, bytes, tuple]] = []
         disposition = self._ingress(state, frame, now, out)
         if disposition is FORWARDED:
-            counters.forwarded += 1
+            state.counters.forwarded += 1
         else:
-            counters.count(disposition)
+            state.counters.count(disposition)
         return self._transmit(state, out, now) if out else []
 
     def tick(self, now: float) -> list[tuple[str, bytes]]:
         """Run timers up to ``now``: ARP retries, give-ups and re-probes, FDB aging."""
         self._now = now
-        out: list[tuple[PortState, bytes]] = []
+        out: list[tuple[PortState, bytes, tuple]] = []
         self._router.tick(now, out)
         if now >= self._next_sweep:
             for bridge in self._vlans.values():
@@ -149,6 +151,24 @@ class Switch:
             for bridge in state.vlans.values():
                 bridge.flush_port(state)
         self._router.rebuild()
+
+    def classify(self, port: str, frame: bytes,
+                 egress: str | None = None) -> tuple[int, int, int]:
+        """``(tc, pg, queue)`` of ``frame`` received on ``port``: what ``receive`` counts it
+        under (its PG) and the queue it would take out of ``egress`` (by default ``port``'s
+        own TC -> queue map, the same as any port's when they share one map). Pure: nothing
+        is counted or forwarded; for tests and debugging (see ``classify``)."""
+        states = [self._ports.get(name) for name in (port, egress or port)]
+        for name, state in zip((port, egress or port), states):
+            if state is None:
+                raise KeyError(f"{self.hostname}: no port {name!r} in the PORT table")
+        return states[1].qos.resolve(states[0].qos.classify(frame))
+
+    def qos_tables(self) -> dict:
+        """Per port, the PORT_QOS_MAP bindings classification resolved (which map, from the
+        port's entry or ``global``) and the effective DSCP/dot1p -> TC, TC -> PG and
+        TC -> queue tables, JSON-ready."""
+        return {name: p.qos.as_dict() for name, p in self._ports.items()}
 
     def counters(self) -> dict:
         """Everything countable, JSON-ready. See ``fabric.model.counters`` for the meaning
@@ -178,34 +198,52 @@ class Switch:
     # --- pipeline ----------------------------------------------------------------------------
 
     def _ingress(self, port: PortState, frame: bytes, now: float, out: list) -> str:
-        """Admission and parsing common to every frame, then the port's role decides."""
-        if not port.up:
-            return PORT_DOWN
+        """Admission and parsing common to every frame, classification, then the port's
+        role decides. A frame is counted in rx once: under its PG once classified, as
+        unclassified when the MAC stage turns it away (``PortCounters.rx_packets``)."""
         size = len(frame)
+        if not port.up:
+            return port.counters.unclassified(PORT_DOWN, size)
         if size < 14:
-            return MALFORMED
+            return port.counters.unclassified(MALFORMED, size)
         if frame[0] & 1 and frame.startswith(LINK_LOCAL_PREFIX) and frame[5] < 0x10:
-            return MAC_CONTROL  # PFC, PAUSE, LLDP, STP...: link-local, never bridged
+            # PFC, PAUSE, LLDP, STP...: link-local, never bridged
+            return port.counters.unclassified(MAC_CONTROL, size)
         ethertype = frame[12] << 8 | frame[13]
         if ethertype == ETH_P_8021Q:
             if size < 18:
-                return MALFORMED
+                return port.counters.unclassified(MALFORMED, size)
             tci = frame[14] << 8 | frame[15]
             ethertype = frame[16] << 8 | frame[17]
             off, vid, prio = 18, tci & 0x0FFF, tci >> 12
         else:
             off, vid, prio = 14, 0, 0
-        if ethertype == ETH_P_MAC_CONTROL:
-            return MAC_CONTROL  # MAC control to any address (e.g. unicast PAUSE)
+        if ethertype == ETH_P_MAC_CONTROL:  # MAC control to any address (e.g. unicast PAUSE)
+            return port.counters.unclassified(MAC_CONTROL, size)
+        # classification (classify.PortClassifier.classify, inlined): DSCP for IP when the
+        # port has a DSCP map, else the tag's PCP (prio is PCP << 1 | DEI, 0 untagged)
+        by_dscp = port.by_dscp
+        if by_dscp is None or size < off + 2:
+            cls = port.by_prio[prio]
+        elif ethertype == ETH_P_IPV4:
+            cls = by_dscp[frame[off + 1] >> 2]
+        elif ethertype == ETH_P_IPV6:
+            cls = by_dscp[(frame[off] & 0x0F) << 2 | frame[off + 1] >> 6]
+        else:
+            cls = port.by_prio[prio]
+        counters = port.counters
+        pg = cls[1]
+        counters.pg_rx_packets[pg] += 1
+        counters.pg_rx_bytes[pg] += size
         role = port.role
         if role is SWITCHED:
-            return self._switched_in(port, frame, ethertype, off, vid, prio, now, out)
+            return self._switched_in(port, frame, ethertype, off, vid, prio, cls, now, out)
         if role is ROUTED:
-            return self._routed_in(port, frame, ethertype, off, vid, prio, now, out)
+            return self._routed_in(port, frame, ethertype, off, vid, prio, cls, now, out)
         return PORT_UNCONFIGURED
 
     def _switched_in(self, port: PortState, frame: bytes, ethertype: int, off: int, vid: int,
-                     prio: int, now: float, out: list) -> str:
+                     prio: int, cls: tuple, now: float, out: list) -> str:
         """A VLAN member's frame: classify into a VLAN, learn, then route or bridge.
 
         Untagged and priority-tagged (VID 0) frames belong to the port's untagged VLAN;
@@ -220,42 +258,46 @@ class Switch:
             bridge.learn(frame[6:12], port, now)
         svi = bridge.svi
         if svi is not None and frame.startswith(self.router_mac):
-            return self._router.l3_in(svi, port, frame, ethertype, off, prio, out, now)
+            return self._router.l3_in(svi, port, frame, ethertype, off, prio, cls, out, now)
         if frame[0] & 1:
-            disposition = bridge.flood(port, frame, off, prio, out)
+            disposition = bridge.flood(port, frame, off, prio, cls, out)
             if ethertype == ETH_P_ARP and svi is not None and frame.startswith(BROADCAST_MAC):
                 seen = self._router.arp_in(svi, port, frame, off, prio, out, now)
                 if disposition is not FORWARDED and seen is TO_CPU:
                     disposition = TO_CPU
             return disposition
-        return bridge.forward(port, frame[0:6], frame, off, prio, out, now)
+        return bridge.forward(port, frame[0:6], frame, off, prio, cls, out, now)
 
     def _routed_in(self, port: PortState, frame: bytes, ethertype: int, off: int, vid: int,
-                   prio: int, now: float, out: list) -> str:
+                   prio: int, cls: tuple, now: float, out: list) -> str:
         """A routed port's frame: only the router MAC (and broadcast ARP) is for us; a
         VLAN tag other than a priority tag has no VLAN to belong to here."""
         if vid:
             return VLAN_NOT_MEMBER
         if frame.startswith(self.router_mac):
-            return self._router.l3_in(port.interface, port, frame, ethertype, off, prio, out,
-                                      now)
+            return self._router.l3_in(port.interface, port, frame, ethertype, off, prio, cls,
+                                      out, now)
         if ethertype == ETH_P_ARP and frame.startswith(BROADCAST_MAC):
             return self._router.arp_in(port.interface, port, frame, off, prio, out, now)
         return NOT_ROUTER_MAC
 
-    def _transmit(self, ingress: PortState | None, out: list[tuple[PortState, bytes]],
+    def _transmit(self, ingress: PortState | None, out: list[tuple[PortState, bytes, tuple]],
                   now: float) -> list[tuple[str, bytes]]:
         """The egress stage: every frame the forwarding decided to send passes here, with
-        the port it came in on (None for timer-driven frames) and the time.
+        its ingress classification ``(tc, pg)`` (``CPU_CLASS`` for what the switch
+        originated), the port it came in on (None for timer-driven frames) and the time.
 
-        Today: count tx and return the frames for the agent to send. This is where the
-        QoS pipeline (classify -> ingress admission/PFC toward ``ingress`` -> egress
-        queue/WRED -> scheduler releasing frames on receive/tick) will sit.
+        Today: pick the egress queue (the egress port's TC -> queue map; queue 7 for
+        originated frames), count tx per queue and return the frames for the agent to send.
+        This is where the rest of the QoS pipeline (ingress admission/PFC toward the
+        frame's PG on ``ingress`` -> egress queue/WRED -> scheduler releasing frames on
+        receive/tick) will sit.
         """
         sent = []
-        for port, frame in out:
+        for port, frame, cls in out:
+            queue = CPU_QUEUE if cls is CPU_CLASS else port.queue_of[cls[0]]
             counters = port.counters
-            counters.tx_packets += 1
-            counters.tx_bytes += len(frame)
+            counters.queue_tx_packets[queue] += 1
+            counters.queue_tx_bytes[queue] += len(frame)
             sent.append((port.name, frame))
         return sent
