@@ -4,6 +4,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 from invoke import Collection, Exit, task
 from rich.console import Console
@@ -15,6 +16,7 @@ from labs import lab as labs
 from labs import state as states
 from labs.runtimes.netns import LabError
 from labs.topology import TopologyError
+from traffic import probe as probes
 
 console = Console(width=None if sys.stdout.isatty() else 110)
 USER_ERRORS = (LabError, TopologyError, ConfigError, AgentError)
@@ -25,7 +27,7 @@ def _fail(e: Exception) -> Exit:
 
 
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
-            "runtime": "netns (default, embedded)"})
+            "runtime": "netns (default, embedded) or containerlab (docs/containerlab.md)"})
 def up(c, name, runtime="netns"):
     """Bring a lab up: namespaces, veth wires, switch agents, host addresses."""
     try:
@@ -118,12 +120,10 @@ def exec_(c, node, lab=""):
         raise Exit("rocelab: give the command after --, e.g. invoke lab.exec h1 -- ip addr", 2)
     try:
         handle = labs.running(lab) if lab else labs.the_only_running()
-        namespace = handle.state.namespaces.get(node)
-        if namespace is None:
-            raise LabError(f"lab {handle.name} has no node {node!r}")
+        command = handle.runtime.exec_argv(handle.state, node, argv)
     except USER_ERRORS as e:
         raise _fail(e) from None
-    code = subprocess.call(["ip", "netns", "exec", namespace, *argv])
+    code = subprocess.call(command)
     if code:
         raise Exit(code=code)
 
@@ -159,6 +159,103 @@ def bench(c):
     raise Exit(code=subprocess.call([sys.executable, "-m", "bench"]))
 
 
+@task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml (brought up and down "
+                    "again if it is not running)",
+            "k": "only the checks matching this pytest -k expression",
+            "results": "results folder (default: results/<lab>-<YYYYmmdd-HHMMSS>/)"})
+def check(c, name, k="", results=""):
+    """Run the checks (checks/) against a live lab: [PASS]/[FAIL] per check, JUnit + JSON."""
+    from checks import run as checks
+    try:
+        code, folder = checks.run(name, k=k or None, results=results or None,
+                                  say=console.print)
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    if code:
+        raise Exit(f"rocelab: checks failed (exit {code}); evidence in {folder}", code=code)
+
+
+@task(help={"lab": "lab name (default: the only running lab)", "src": "sending host",
+            "dst": "destination host", "kind": "v2 (RoCEv2), v1 (RoCEv1) or pfc",
+            "count": "frames to send", "dscp": "DSCP of RoCE frames",
+            "ecn": "ECN of RoCE frames (0 not ECT, 1 ECT1, 2 ECT0, 3 CE)",
+            "pcp": "802.1p priority (RoCE tag; the priority a PFC frame pauses)",
+            "vlan": "tag on RoCE frames: 0 priority tag (default), N for VID N, none",
+            "pcap": "folder for one pcapng per interface (Wireshark evidence)"})
+def probe(c, src, dst, lab="", kind="v2", count=3, dscp=26, ecn=2, pcp=3, vlan="0", pcap=""):
+    """Send crafted RoCE/PFC frames from a host; show where they went and what changed."""
+    if vlan.lower() != "none" and not vlan.isdigit():
+        raise _fail(f"--vlan {vlan!r} is not a VLAN id or 'none'")
+    try:
+        handle = labs.running(lab) if lab else labs.the_only_running()
+        with console.status(f"probing {kind} {src} -> {dst}"):
+            result = probes.probe(handle, src, dst, kind, count=count, dscp=dscp, ecn=ecn,
+                                  pcp=pcp, vlan=None if vlan.lower() == "none" else int(vlan),
+                                  pcap_dir=Path(pcap) if pcap else None)
+    except (*USER_ERRORS, probes.ProbeError) as e:
+        raise _fail(e) from None
+    console.print(_probe_table(handle.name, result))
+    console.print(result.verdict())
+    if result.pcap_dir is not None:
+        console.print(f"evidence: {result.pcap_dir} (one pcapng per interface)")
+
+
+def _probe_table(lab: str, result: probes.ProbeResult) -> Table:
+    """One row per interface and direction; values that differ from what was sent in yellow."""
+    table = Table(title=f"{result.kind} probe {result.src} -> {result.dst} in {lab} "
+                        f"({len(result.sent)} frames sent)")
+    for col in ("node", "iface", "dir", "frames", "TTL", "DSCP", "ECN", "VID/PCP", "ICRC"):
+        table.add_column(col, justify="right" if col == "frames" else "left")
+
+    def cell(obs: probes.Observation, text: str, *fields: str) -> str:
+        return f"[yellow]{text}[/]" if set(fields) & set(obs.changed) else text
+
+    for obs in result.changes():
+        tags = "-" if obs.vid == (None,) else f"{_values(obs.vid)}/{_values(obs.pcp)}"
+        icrc = ",".join("-" if ok is None else "[green]ok[/]" if ok else "[red]BAD[/]"
+                        for ok in obs.icrc_ok)
+        table.add_row(obs.node, obs.iface, obs.direction, str(obs.frames),
+                      cell(obs, _values(obs.ttl), "ttl"), cell(obs, _values(obs.dscp), "dscp"),
+                      cell(obs, _values(obs.ecn), "ecn"), cell(obs, tags, "vid", "pcp"), icrc)
+    return table
+
+
+def _values(values: tuple) -> str:
+    return ",".join("-" if v is None else str(v) for v in values)
+
+
+@task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
+            "format": "clabernetes (Kubernetes manifests: a Topology and its ConfigMaps)",
+            "out": "output folder (default: build/clabernetes/<lab>/)"})
+def export_lab(c, name, format="clabernetes", out=""):
+    """Write the lab as clabernetes manifests, for kubectl apply (docs/scale-out.md)."""
+    from labs import export as exports
+    try:
+        done = exports.export(name, format, Path(out) if out else None)
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    console.print(f"wrote {done.path}: Topology {done.topology} and {done.config_maps} "
+                  f"ConfigMaps; apply with: kubectl apply -f {done.path}")
+    if done.largest_mtu:
+        console.print(f"links carry MTU {done.largest_mtu}: clabernetes' VXLAN adds "
+                      f"{exports.VXLAN_OVERHEAD} bytes, so the cluster network needs MTU >= "
+                      f"{done.largest_mtu + exports.VXLAN_OVERHEAD} (docs/scale-out.md)")
+
+
+@task(help={"engine": "container engine CLI: docker (default) or podman"})
+def build_images(c, engine="docker"):
+    """Build rocelab-switch and rocelab-host, the images --runtime containerlab deploys."""
+    from labs.runtimes import containerlab
+    try:
+        built = containerlab.build_images(engine)
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    console.print("built: " + ", ".join(built))
+
+
 lab_tasks = Collection("lab", up, down, status, pingall, list_, cleanup)
 lab_tasks.add_task(exec_, name="exec")
-ns = Collection(lab_tasks, test, bench)
+lab_tasks.add_task(export_lab, name="export")
+traffic_tasks = Collection("traffic", probe)
+ns = Collection(lab_tasks, traffic_tasks, test, bench, check)
+ns.add_collection(Collection("image", build=build_images))

@@ -1,0 +1,173 @@
+"""Fixtures for checks against a live lab (sonic-mgmt style): ``pytest checks --lab NAME``.
+
+- ``--lab NAME`` (a lab name or topology path) names a running lab; ``invoke check`` brings
+  one up when needed and passes it here.
+- ``--results DIR`` (from ``checks.report``) is where evidence goes; without it, a fresh
+  ``results/<lab>-<YYYYmmdd-HHMMSS>/``.
+
+Checks that send traffic "from each L2 domain" are parametrized here from the lab's own
+topology and configs (``labs.domains``): mark a check ``@pytest.mark.per_domain("peers")``
+and it gets one ``sender`` per domain. Nothing about a lab's hosts is written in a check.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
+from labs import domains as l2
+from labs import lab as labs
+from labs import state as states
+from labs import topology
+from labs.topology import Topology
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rocelab checks")
+    group.addoption("--lab", default=None, metavar="NAME",
+                    help="the running lab to check (name or topology path)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "per_domain(need): one run per L2 domain of the lab, with a `sender` "
+        "host: need='peers' (domains with 2+ hosts), 'outsiders' (domains with hosts "
+        "outside them), 'any'")
+
+
+# --------------------------------------------------------------------------- the lab
+
+
+def _lab_topology(config: pytest.Config) -> Topology | None:
+    """The running lab's topology at collection time (None: the `lab` fixture will say why)."""
+    spec = config.getoption("lab")
+    if not spec:
+        return None
+    try:
+        state = states.load(labs.lab_name(spec))
+        return topology.load(state.topology if state else spec)
+    except Exception:  # noqa: BLE001 - reported by the lab fixture, with its real message
+        return None
+
+
+def senders(topo: Topology, need: str) -> list[tuple[str, l2.Domain]]:
+    """One sender per domain (its first host by name) for the domains that qualify."""
+    hosts = {h.name for h in topo.hosts}
+    out = []
+    for domain in l2.l2_domains(topo):
+        plain = sorted(domain.untagged_hosts)
+        if not plain:
+            continue
+        if need == "peers" and len(plain) < 2:
+            continue
+        if need == "outsiders" and not hosts - domain.hosts:
+            continue
+        out.append((plain[0], domain))
+    return out
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("per_domain")
+    if marker is None or "sender" not in metafunc.fixturenames:
+        return
+    topo = _lab_topology(metafunc.config)
+    if topo is None:
+        metafunc.parametrize("sender", [None], ids=["no-lab"])
+        return
+    need = marker.args[0] if marker.args else "any"
+    pairs = senders(topo, need)
+    metafunc.parametrize("sender", [s for s, _ in pairs],
+                         ids=[f"{s}@{d.name}" for s, d in pairs])
+
+
+@pytest.fixture(scope="session")
+def lab(request) -> labs.Lab:
+    spec = request.config.getoption("lab")
+    if not spec:
+        pytest.fail("no lab to check: give --lab NAME (or run `invoke check NAME`)",
+                    pytrace=False)
+    try:
+        lab = labs.running(spec)
+    except Exception as e:  # noqa: BLE001 - LabError, TopologyError: one line either way
+        pytest.fail(str(e), pytrace=False)
+    nodes, _links = lab.status()
+    dead = [f"{n.name} ({n.agent_error or 'dead'})" for n in nodes if n.agent_alive is False]
+    missing = [n.name for n in nodes if not n.namespace_present]
+    if dead or missing:
+        pytest.fail(f"lab {lab.name} is degraded: "
+                    + "; ".join(filter(None, [dead and f"agents dead: {', '.join(dead)}",
+                                              missing and f"namespaces missing: "
+                                                          f"{', '.join(missing)}"])),
+                    pytrace=False)
+    request.config.stash[LAB_INFO] = {"lab": lab.name, "runtime": lab.state.runtime,
+                                      "topology": lab.state.topology}
+    return lab
+
+
+@pytest.fixture(scope="session")
+def results(request) -> Path:
+    folder = results_dir(request.config)
+    if folder is None:
+        name = labs.lab_name(request.config.getoption("lab") or "lab")
+        folder = ROOT / "results" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def domains(lab, results) -> list[l2.Domain]:
+    """The lab's L2 domains, computed from its topology and configs; saved as evidence."""
+    found = l2.l2_domains(lab.topology)
+    (results / "domains.json").write_text(json.dumps([{
+        "name": d.name, "vids": sorted(d.vids), "hosts": sorted(d.hosts),
+        "ports": [f"{n}:{i}" for n, i in sorted(d.ports)],
+        "segments": [f"{s}/Vlan{v}" for s, v in sorted(d.segments)],
+        "gateways": {s: [str(a) for a in addrs] for s, addrs in d.gateways.items()},
+        "tagged_hosts": sorted(a.host for a in d.attachments if a.tagged),
+    } for d in found], indent=1) + "\n")
+    return found
+
+
+# --------------------------------------------------------------------------- evidence
+
+
+class Evidence:
+    """A check's evidence folder: ``<results>/<check name>/``. Everything written here is
+    listed in summary.json (and the folder is named in junit.xml's properties)."""
+
+    def __init__(self, folder: Path, request) -> None:
+        self.dir = folder
+        self.request = request
+        self._n = 0
+
+    def path(self, name: str) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        return self.dir / name
+
+    def next(self, label: str) -> str:
+        """A fresh, ordered, file-friendly prefix for one step of the check."""
+        self._n += 1
+        return f"{self._n:02d}-{_safe(label)}"
+
+    def json(self, name: str, data) -> Path:
+        path = self.path(name if name.endswith(".json") else f"{name}.json")
+        path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+        record_evidence(self.request, path)
+        return path
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@+-]+", "_", text).strip("_")[:120] or "check"
+
+
+@pytest.fixture
+def evidence(request, results) -> Evidence:
+    folder = results / _safe(request.node.name.removeprefix("test_"))
+    record_evidence_dir(request, folder)
+    return Evidence(folder, request)

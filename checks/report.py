@@ -1,0 +1,203 @@
+"""pytest plugin: netlab-style verdicts for the checks, and a JSON summary for CI.
+
+Loaded with ``-p checks.report`` (``invoke check`` does). It
+
+- prints one line per check as it finishes: ``[PASS] name``, ``[FAIL] name: reason``
+  (the first line of the assertion message), ``[SKIP] name: reason``, ``[ERROR] name:
+  reason`` (the check could not run: setup failed);
+- writes ``<results>/summary.json``: lab, runtime, start time, duration, and per check its
+  outcome, reason, duration and evidence files;
+- ends with one count line: ``checks: 5 passed, 1 failed (results in ...)``.
+
+Checks attach evidence with ``record_evidence(item_or_request, path)``, or a whole folder
+with ``record_evidence_dir``; files are listed relative to the results folder.
+"""
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+LAB_INFO = pytest.StashKey[dict]()  # {"lab": ..., "runtime": ...}, set by the lab fixture
+EVIDENCE = "evidence"
+EVIDENCE_DIR = "evidence_dir"
+LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rocelab checks")
+    group.addoption("--results", default=None, metavar="DIR",
+                    help="folder for evidence, summary.json (and junit.xml if asked)")
+
+
+def results_dir(config: pytest.Config) -> Path | None:
+    value = config.getoption("results", default=None)
+    return Path(value).resolve() if value else None
+
+
+def record_evidence(request, path: str | Path) -> None:
+    """Attach one evidence file to the running check (``request`` or an item)."""
+    node = getattr(request, "node", request)
+    node.user_properties.append((EVIDENCE, str(path)))
+
+
+def record_evidence_dir(request, path: str | Path) -> None:
+    """Attach every file that ends up in ``path`` (listed when the session ends)."""
+    node = getattr(request, "node", request)
+    node.user_properties.append((EVIDENCE_DIR, str(path)))
+
+
+def reason_of(report: pytest.TestReport) -> str:
+    """One line a person can read: the assertion's own message when it has one."""
+    if report.skipped:
+        longrepr = report.longrepr
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            return str(longrepr[2]).removeprefix("Skipped: ")
+        return str(longrepr or "")
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = crash.message if crash is not None else str(report.longrepr or "")
+    for prefix in ("AssertionError: ", "Failed: "):
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+            break
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    if first == "AssertionError" or not first:
+        return "assertion failed (no message)"
+    return first
+
+
+class _Check:
+    def __init__(self, nodeid: str, name: str) -> None:
+        self.nodeid = nodeid
+        self.name = name
+        self.outcome = "passed"
+        self.reason = ""
+        self.duration = 0.0
+        self.properties: list[tuple[str, object]] = []
+        self.printed = False
+
+
+class Report:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.started = time.time()
+        self.checks: dict[str, _Check] = {}
+
+    def _check(self, report: pytest.TestReport) -> _Check:
+        check = self.checks.get(report.nodeid)
+        if check is None:
+            name = report.nodeid.split("::", 1)[-1]
+            check = self.checks[report.nodeid] = _Check(report.nodeid, name)
+        return check
+
+    def _write(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line, flush=True)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_report_teststatus(self, report, config):
+        """Keep pytest's categories (its counts stay right) but drop its dots and words:
+        the [PASS]/[FAIL] lines say it."""
+        outcome = yield
+        result = outcome.get_result()
+        if result:
+            outcome.force_result((result[0], "", ""))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        check = self._check(report)
+        check.duration += report.duration
+        for prop in report.user_properties:
+            if prop not in check.properties:
+                check.properties.append(prop)
+        if report.when == "call":
+            if report.failed:
+                check.outcome, check.reason = "failed", reason_of(report)
+            elif report.skipped:
+                check.outcome, check.reason = "skipped", reason_of(report)
+        elif report.failed and check.outcome != "failed":  # setup or teardown broke
+            check.outcome = "error"
+            check.reason = f"{report.when}: {reason_of(report)}"
+        elif report.when == "setup" and report.skipped:
+            check.outcome, check.reason = "skipped", reason_of(report)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A check file that does not even import is a failure to report, not to hide."""
+        if report.failed:
+            check = self._check(report)
+            check.outcome = "error"
+            check.reason = f"collection: {reason_of(report)}"
+            self._print(check)
+
+    def pytest_runtest_logfinish(self, nodeid: str, location) -> None:
+        check = self.checks.get(nodeid)
+        if check is not None:
+            self._print(check)
+
+    def _print(self, check: _Check) -> None:
+        if check.printed:
+            return
+        check.printed = True
+        label = LABELS[check.outcome]
+        self._write(f"[{label}] {check.name}" + (f": {check.reason}" if check.reason else ""))
+
+    def counts(self) -> dict[str, int]:
+        out = {k: 0 for k in LABELS}
+        for check in self.checks.values():
+            out[check.outcome] += 1
+        return out
+
+    def evidence(self, check: _Check, results: Path | None) -> list[str]:
+        files: list[Path] = []
+        for key, value in check.properties:
+            if key == EVIDENCE:
+                files.append(Path(str(value)))
+            elif key == EVIDENCE_DIR and Path(str(value)).is_dir():
+                files += sorted(p for p in Path(str(value)).rglob("*") if p.is_file())
+        out = []
+        for f in files:
+            f = f.resolve()
+            text = str(f.relative_to(results)) if results and f.is_relative_to(results) else str(f)
+            if text not in out:
+                out.append(text)
+        return out
+
+    def summary(self) -> dict:
+        results = results_dir(self.config)
+        info = self.config.stash.get(LAB_INFO, {})
+        return {
+            "lab": info.get("lab") or self.config.getoption("lab", default=None),
+            "runtime": info.get("runtime"),
+            "started": datetime.fromtimestamp(self.started, timezone.utc).isoformat(
+                timespec="seconds"),
+            "duration": round(time.time() - self.started, 3),
+            "results": str(results) if results else None,
+            "counts": self.counts(),
+            "checks": [{"name": c.name, "nodeid": c.nodeid, "outcome": c.outcome,
+                        "reason": c.reason, "duration": round(c.duration, 3),
+                        "evidence": self.evidence(c, results)}
+                       for c in self.checks.values()],
+        }
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
+        for check in self.checks.values():
+            self._print(check)
+        summary = self.summary()
+        results = results_dir(self.config)
+        if results is not None:
+            results.mkdir(parents=True, exist_ok=True)
+            (results / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        counts = summary["counts"]
+        parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "error", "skipped")
+                 if counts[k] or k in ("passed", "failed")]
+        where = f" (results in {results})" if results else ""
+        self._write(f"checks: {', '.join(parts)}{where}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(Report(config), "rocelab-report")

@@ -1,0 +1,310 @@
+"""RoCEv1 stays in its L2 domain, RoCEv2 is routed, both land in the queue the config says.
+
+Run against a live lab: ``invoke check LAB`` (or ``pytest checks --lab LAB``). Every
+expectation is computed from the lab itself: domains from its topology and VLAN config
+(``labs.domains``), router hops from which switches took the frame to their router MAC,
+classes from each switch's QoS maps (``checks.roce``). Each probe's sightings, counters
+before/after and pcaps are kept as evidence (see docs/checks.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from checks import roce
+from fabric.config import port_name
+from labs import domains as l2
+from traffic.probe import ProbeResult, probe
+
+COUNT = 3  # frames per probe: enough to tell "all" from "some", cheap to capture
+ATTEMPTS = 4  # counter checks retry when unrelated traffic (ARP, IPv6 chatter) moved them
+LOSSLESS_DSCP = 26
+CONTROL_DSCP = 0
+LOSSLESS_PCP = 3
+
+
+# --------------------------------------------------------------------------- probing
+
+
+@dataclass
+class Run:
+    """One probe and the switches' counters around it."""
+
+    result: ProbeResult
+    before: dict
+    after: dict
+    label: str
+
+    def delta(self) -> dict:
+        return roce.delta(self.before, self.after)
+
+
+def send(lab, evidence, src: str, dst: str, kind: str, **kw) -> Run:
+    """Probe, with counters read before and after; sightings, counters and pcaps saved."""
+    label = evidence.next(f"{kind}-{src}-{dst}" + "".join(f"-{k}{v}" for k, v in kw.items()))
+    before = roce.snapshot(lab)
+    result = probe(lab, src, dst, kind, count=COUNT, pcap_dir=evidence.path(f"{label}-pcap"),
+                   **kw)
+    after = roce.settled(lab)
+    run = Run(result, before, after, label)
+    evidence.json(f"{label}-probe", {
+        "probe": {"kind": kind, "src": src, "dst": dst, "count": COUNT, **kw},
+        "verdict": result.verdict(),
+        "capture_drops": result.capture_drops,
+        "sent": [roce.describe(frame) for frame in result.sent],
+        "sightings": [{"node": s.node, "iface": s.iface, "dir": s.direction,
+                       "t": round(s.time, 6), **roce.describe(s.frame, s.info)}
+                      for s in sorted(result.sightings, key=lambda s: s.time)],
+    })
+    evidence.json(f"{label}-counters", {"delta": run.delta(),
+                                        "before": roce.trimmed(before),
+                                        "after": roce.trimmed(after)})
+    assert not result.capture_drops, (
+        f"{kind} {src}->{dst}: the capture lost {result.capture_drops} frames, so its "
+        "sightings are incomplete; nothing can be concluded")
+    return run
+
+
+def arrivals(run: Run, host: str) -> dict[int, list]:
+    """Sent frame index -> its sightings arriving at ``host``."""
+    return {i: [s for s in seen if s.node == host and s.direction == "in"]
+            for i, seen in run.result.journeys().items()}
+
+
+def assert_intact(run: Run, kind: str, src: str, dst: str) -> list:
+    """Every sent frame reached ``dst`` exactly once, ICRC valid, unchanged where no switch
+    may change it. Returns the arrivals, in sent order."""
+    got = arrivals(run, dst)
+    missing = [i for i in range(len(run.result.sent)) if not got.get(i)]
+    assert not missing, (f"{kind} from {src} did not reach {dst}: {len(missing)} of "
+                         f"{len(run.result.sent)} frames missing ({run.result.verdict()})")
+    out = []
+    for i, frame in enumerate(run.result.sent):
+        copies = got[i]
+        assert len(copies) == 1, (f"{kind} from {src}: frame {i} reached {dst} "
+                                  f"{len(copies)} times (duplicated in the fabric)")
+        seen = copies[0]
+        assert seen.info is not None and seen.info.icrc_ok, (
+            f"{kind} from {src} reached {dst} with an invalid ICRC (frame {i})")
+        if roce.invariant(seen.frame) != roce.invariant(frame):
+            assert False, (f"{kind} from {src} reached {dst} modified: "
+                           f"{roce.difference(frame, seen.frame)} (frame {i})")
+        out.append(seen)
+    return out
+
+
+def expected_wire_tag(lab, domain: l2.Domain, node: str, iface: str) -> str:
+    """How a switch sends a domain's frames out of a port: tagged/untagged/priority_tagged."""
+    config = lab.topology.nodes[node].config
+    for vlan in config.vlans.values():
+        if vlan.vid in domain.vids and port_name(iface) in vlan.members:
+            return vlan.members[port_name(iface)]
+    return "untagged"
+
+
+# --------------------------------------------------------------------------- RoCEv1
+
+
+@pytest.mark.per_domain("peers")
+def test_v1_stays_in_its_l2_domain(lab, domains, evidence, sender):
+    """RoCEv1 from one host reaches every other host of its L2 domain intact (ICRC valid,
+    GRH and payload unchanged), keeps its PCP on every tagged hop, and is seen on no port
+    outside the domain."""
+    domain = l2.domain_of(lab.topology, sender)
+    assert domain in domains
+    for dst in sorted(domain.untagged_hosts - {sender}):
+        run = send(lab, evidence, sender, dst, "v1", pcp=LOSSLESS_PCP)
+        outside = sorted(run.result.seen_on() - domain.ports)
+        assert not outside, (f"v1 from {sender} appeared on "
+                             f"{', '.join(f'{n}:{i}' for n, i in outside)} "
+                             f"(outside {domain})")
+        strays = sorted(run.result.hosts_reached() - domain.hosts)
+        assert not strays, f"v1 from {sender} reached {', '.join(strays)} (outside {domain})"
+        assert_intact(run, "v1", sender, dst)
+        for s in run.result.sightings:
+            if s.direction != "out" or not lab.topology.nodes[s.node].is_switch:
+                continue
+            mode = expected_wire_tag(lab, domain, s.node, s.iface)
+            want = {"tagged": (domain.vid, LOSSLESS_PCP), "priority_tagged": (0, LOSSLESS_PCP),
+                    "untagged": (None, None)}[mode]
+            assert (s.vid, s.pcp) == want, (
+                f"v1 from {sender} left {s.node}:{s.iface} ({mode} member of {domain.name}) "
+                f"with VID {s.vid} PCP {s.pcp}, expected VID {want[0]} PCP {want[1]}")
+
+
+@pytest.mark.per_domain("outsiders")
+def test_v1_to_another_domain_is_refused_by_the_router(lab, domains, evidence, sender):
+    """RoCEv1 to a host outside the sender's domain goes, as a host would send it, to the
+    gateway's MAC; the gateway must refuse it (``non_ip_to_router``, one per frame), no host
+    may receive it, and it must not be seen outside the sender's domain."""
+    domain = l2.domain_of(lab.topology, sender)
+    macs = roce.router_macs(lab.topology)
+    outsiders = sorted({h.name for h in lab.topology.hosts} - domain.hosts)
+    gateway = roce.default_gateway(lab, sender)
+    for dst in outsiders:
+        if gateway:  # the bridges on the way learn the gateway's MAC: no flooding
+            lab.exec(sender, ["ping", "-n", "-c", "1", "-W", "1", gateway], timeout=5)
+        run = send(lab, evidence, sender, dst, "v1", pcp=LOSSLESS_PCP)
+        result = run.result
+        outside = sorted(result.seen_on() - domain.ports)
+        assert not outside, (f"v1 from {sender} to {dst} appeared on "
+                             f"{', '.join(f'{n}:{i}' for n, i in outside)} "
+                             f"(outside {domain})")
+        reached = sorted(result.hosts_reached() - {sender})
+        assert not reached, (f"v1 from {sender} to {dst} reached {', '.join(reached)} "
+                             f"({result.verdict()})")
+        gateway_mac = roce.dst_mac(result.sent[0])
+        router = macs.get(gateway_mac)
+        assert router is not None, (f"v1 from {sender} to {dst} was sent to {gateway_mac}, "
+                                    "which is no switch's router MAC")
+        assert router in domain.gateways, (
+            f"{sender}'s gateway {router} has no SVI in {domain}")
+        counted = {sw: roce.drops(run.after, sw, "non_ip_to_router")
+                   - roce.drops(run.before, sw, "non_ip_to_router") for sw in run.after}
+        counted = {sw: n for sw, n in counted.items() if n}
+        assert counted == {router: COUNT}, (
+            f"v1 from {sender} to {dst}: expected {router} to count {COUNT} non_ip_to_router "
+            f"drops, counted {counted or 'none'}")
+        assert result.stopped_at() == {router: COUNT}, (
+            f"v1 from {sender} to {dst} stopped at {result.stopped_at()}, expected "
+            f"{router} only")
+
+
+# --------------------------------------------------------------------------- RoCEv2
+
+
+@pytest.mark.per_domain("any")
+def test_v2_is_routed_ttl_down_one_per_router(lab, domains, evidence, sender):
+    """RoCEv2 from one host per domain reaches every other host: across subnets routed,
+    each router taking exactly 1 off the TTL and bridges none; within its subnet unrouted,
+    TTL unchanged; DSCP, ECN, ICRC and payload intact everywhere."""
+    addrs = roce.host_interfaces(lab)
+    for dst in sorted(h.name for h in lab.topology.hosts if h.name != sender):
+        run = send(lab, evidence, sender, dst, "v2", dscp=LOSSLESS_DSCP)
+        arrived = assert_intact(run, "v2", sender, dst)
+        sent_ttl = roce.network(run.result.sent[0])[1][8]
+        local = roce.same_subnet(addrs[sender], addrs[dst])
+        for i, journey in run.result.journeys().items():
+            routers = roce.routed_by(lab.topology, journey)
+            if local:
+                assert not routers, (f"v2 from {sender} to {dst} (same subnet) was routed "
+                                     f"by {', '.join(routers)}")
+            else:
+                assert routers, (f"v2 from {sender} to {dst} (another subnet) reached it "
+                                 "without passing a router")
+            ttl = arrived[i].info.ttl
+            assert ttl == sent_ttl - len(routers), (
+                f"v2 from {sender} reached {dst} with TTL {ttl}, expected {sent_ttl} - "
+                f"{len(routers)} router(s) ({', '.join(routers) or 'none'}) = "
+                f"{sent_ttl - len(routers)}")
+            for switch, ttl_in, ttl_out in roce.hops(lab.topology, journey):
+                want = ttl_in - 1 if switch in routers else ttl_in
+                assert ttl_out == want, (
+                    f"v2 from {sender} to {dst}: {switch} "
+                    f"{'routed' if switch in routers else 'bridged'} it TTL {ttl_in} -> "
+                    f"{ttl_out}, expected {want}")
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def classified(lab, evidence, sender: str, dst: str, kind: str, what: str, **kw) -> list:
+    """Probe and compare each crossed switch's PG and queue counters with the config's
+    expectation, frame by frame (ECMP may send each frame another way). Returns the
+    expectations, which held.
+
+    PG 0 and queue 0 are shared with whatever else the hosts send (ARP, IPv6 chatter just
+    after a lab comes up): an attempt whose mismatch is on a port that also carried frames
+    of no probe is inconclusive and retried once the fabric is quiet; a mismatch on ports
+    that carried only the probe is a wrong classification and fails at once."""
+    problems: list[str] = []
+    for attempt in range(1, ATTEMPTS + 1):
+        if attempt > 1:
+            roce.quiet(lab)
+        run = send(lab, evidence, sender, dst, kind, **kw)
+        assert_intact(run, kind, sender, dst)
+        pgs: dict[tuple[str, str, int], int] = {}
+        queues: dict[tuple[str, str, int], int] = {}
+        rx_ours: dict[tuple[str, str], int] = {}
+        tx_ours: dict[tuple[str, str], int] = {}
+        expected: dict[tuple, roce.Expected] = {}
+        for journey in run.result.journeys().values():
+            for e in roce.path_expectations(lab.topology, journey):
+                for table, key in ((pgs, (e.switch, e.ingress, e.pg)),
+                                   (queues, (e.switch, e.egress, e.queue)),
+                                   (rx_ours, (e.switch, e.ingress)),
+                                   (tx_ours, (e.switch, e.egress))):
+                    table[key] = table.get(key, 0) + 1
+                expected.setdefault((e.switch, e.ingress, e.egress), e)
+        assert expected, f"{what} from {sender} to {dst} crossed no switch"
+        evidence.json(f"{run.label}-expected", {
+            "per_hop": [e.__dict__ for e in expected.values()],
+            "pg_rx_packets": {f"{s}:{i} PG {n}": c for (s, i, n), c in pgs.items()},
+            "queue_tx_packets": {f"{s}:{i} queue {n}": c for (s, i, n), c in queues.items()}})
+        problems, noisy = [], []
+        for e in expected.values():
+            want_pg = pgs[e.switch, e.ingress, e.pg]
+            want_q = queues[e.switch, e.egress, e.queue]
+            pg = roce.pg_rx(run.after, e.switch, e.ingress, e.pg) - roce.pg_rx(
+                run.before, e.switch, e.ingress, e.pg)
+            q = roce.queue_tx(run.after, e.switch, e.egress, e.queue) - roce.queue_tx(
+                run.before, e.switch, e.egress, e.queue)
+            if pg == want_pg and q == want_q:
+                continue
+            others = (roce.port_delta(run, e.switch, e.ingress, "rx_packets")
+                      - rx_ours[e.switch, e.ingress]
+                      + roce.port_delta(run, e.switch, e.egress, "tx_packets")
+                      - tx_ours[e.switch, e.egress])
+            problems.append(
+                f"{what} on {e.switch}: expected {want_pg} frames in PG {e.pg} of "
+                f"{e.ingress} and {want_q} in queue {e.queue} of {e.egress}, counted {pg} "
+                f"and {q} ({e.why})")
+            noisy.append(others > 0)
+        if not problems:
+            return list(expected.values())
+        if not all(noisy):
+            break  # only probe frames crossed those ports: the classification is wrong
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    assert not problems, f"{problems[0]}{more} [attempt {attempt} of {ATTEMPTS}]"
+    return []
+
+
+def target(lab, sender: str, *, other_subnet: bool) -> str | None:
+    """A destination for ``sender``: the first host in another subnet (or in the same one),
+    by name."""
+    addrs = roce.host_interfaces(lab)
+    for host in sorted(h.name for h in lab.topology.hosts if h.name != sender):
+        if roce.same_subnet(addrs[sender], addrs[host]) != other_subnet:
+            return host
+    return None
+
+
+@pytest.mark.parametrize("dscp", [LOSSLESS_DSCP, CONTROL_DSCP],
+                         ids=["dscp26-lossless", "dscp0-control"])
+@pytest.mark.per_domain("any")
+def test_v2_dscp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, dscp):
+    """RoCEv2 with DSCP 26 (and, as a control, DSCP 0) is counted in the PG and queue each
+    switch's DSCP_TO_TC / TC_TO_PRIORITY_GROUP / TC_TO_QUEUE maps give it, on every switch
+    it crosses, routed or bridged."""
+    dst = target(lab, sender, other_subnet=True) or target(lab, sender, other_subnet=False)
+    if dst is None:
+        pytest.skip(f"{sender} has no other host to send to")
+    expected = classified(lab, evidence, sender, dst, "v2", f"v2 DSCP {dscp}", dscp=dscp)
+    if dscp == CONTROL_DSCP:
+        wrong = [e for e in expected if e.queue != 0]
+        assert not wrong, (f"v2 DSCP 0 maps to queue {wrong[0].queue} on {wrong[0].switch} "
+                           f"({wrong[0].why}); the control expects queue 0")
+
+
+@pytest.mark.per_domain("peers")
+def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, sender):
+    """RoCEv1 with PCP 3 is counted in the PG and queue each switch's DOT1P_TO_TC /
+    TC_TO_PRIORITY_GROUP / TC_TO_QUEUE maps give it, on every switch it crosses (trunks
+    carry the PCP from switch to switch)."""
+    domain = l2.domain_of(lab.topology, sender)
+    here = domain.attachment(sender).switch
+    peers = sorted(domain.untagged_hosts - {sender})
+    # the farthest peer: one behind another switch if there is one (crosses the trunks)
+    dst = next((p for p in peers if domain.attachment(p).switch != here), peers[0])
+    classified(lab, evidence, sender, dst, "v1", f"v1 PCP {LOSSLESS_PCP}", pcp=LOSSLESS_PCP)
