@@ -6,10 +6,15 @@ a virtual-time runtime.
 
 - ``frames``: header layouts, parse/build helpers, Internet checksum (full and RFC 1624).
 - ``counters``: per-port counters and the drop-reason vocabulary.
-- ``ports``: a port's runtime state (admin state, VLAN role, counters).
+- ``ports``: a port's runtime state (admin state, VLAN role, QoS tables, counters).
+- ``classify``: ingress classification (DSCP or PCP -> TC -> PG, TC -> egress queue) from
+  PORT_QOS_MAP, per port with ``global`` fallback, precomputed into lookup lists.
 - ``bridge``: per-VLAN learning bridge (FDB with aging, egress tagging).
 - ``router``: L3 interfaces, routing table with ECMP, ARP neighbours and their timers.
 - ``switch``: ``Switch``, which ties them together behind ``receive``/``tick``.
+- Lossless stages, tested on their own and wired into ``Switch`` next: ``buffers`` (ingress
+  admission per PG, XOFF/XON, headroom), ``wred`` (ECN marking), ``scheduler`` (paced
+  STRICT/DWRR), ``pause`` (received and sent PFC), ``watchdog`` (PFC storms).
 """
 from fabric.model.switch import Switch
 
