@@ -59,7 +59,8 @@ SONIC_VS = "sonic-vs"  # the default: SONiC-VS, configuration-level checks only
 ROCELAB_SWITCH = "rocelab"  # the project's switch image: full data plane
 SWITCH_IMAGE = "rocelab-switch"
 HOST_IMAGE = "rocelab-host"
-IMAGES = {SWITCH_IMAGE: "images/switch/Dockerfile", HOST_IMAGE: "images/host/Dockerfile"}
+DOCKERFILE = "images/Dockerfile"
+IMAGES = {SWITCH_IMAGE: "switch", HOST_IMAGE: "host"}  # image -> its stage in DOCKERFILE
 LOCAL_IMAGE_PREFIX = "rocelab-"  # built here by image.build, never pulled
 AGENT_DIR = "/run/rocelab"  # in the switch container: agent.sock and agent.log
 PORTS_ENV = "ROCELAB_PORTS"  # the ports the switch container waits for before it starts
@@ -135,8 +136,8 @@ def docker_cp_argv(source: Path, container: str, target: str) -> list[str]:
 def build_argv(engine: str, image: str, version: str) -> list[str]:
     """Tagged with the project version (what the runtime deploys) and ``latest`` (what
     topology files name, e.g. ``rocelab-host:latest``)."""
-    return [engine, "build", "-f", IMAGES[image], "-t", f"{image}:{version}",
-            "-t", f"{image}:latest", "."]
+    return [engine, "build", "-f", DOCKERFILE, "--target", IMAGES[image],
+            "-t", f"{image}:{version}", "-t", f"{image}:latest", "."]
 
 
 def sonic_ready_argv() -> list[str]:
