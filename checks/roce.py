@@ -16,6 +16,7 @@ from ipaddress import IPv4Interface
 from pyroute2 import NetNS
 
 from fabric.config import SwitchConfig, port_name
+from fabric.qos import bound, pg_of_tc, queue_of_tc
 from labs.lab import Lab
 from labs.topology import Topology
 
@@ -23,7 +24,6 @@ ETH_P_8021Q = 0x8100
 ETH_P_IPV4 = 0x0800
 ETH_P_IPV6 = 0x86DD
 ETH_P_ROCE_V1 = 0x8915
-GLOBAL = "global"
 
 
 # --------------------------------------------------------------------------- frames
@@ -150,16 +150,6 @@ class Expected:
     why: str  # "DSCP 26 -> TC 3 (DSCP_TO_TC_MAP AZURE of Ethernet8)"
 
 
-def _bound(config: SwitchConfig, port: str, field: str) -> tuple[str | None, str]:
-    """PORT_QOS_MAP|<port>'s map name for ``field``, else PORT_QOS_MAP|global's."""
-    for key in (port, GLOBAL):
-        entry = config.qos.port_qos.get(key)
-        name = getattr(entry, field, None) if entry is not None else None
-        if name:
-            return name, key
-    return None, ""
-
-
 def expected_class(config: SwitchConfig, ingress: str, egress: str, frame: bytes,
                    pcp: int | None) -> tuple[int, int, int, str]:
     """(TC, PG, queue, explanation) for ``frame`` received on ``ingress`` (wire name) with
@@ -168,7 +158,7 @@ def expected_class(config: SwitchConfig, ingress: str, egress: str, frame: bytes
     through the dot1p map (untagged = 0); unmapped -> TC 0; PG from the ingress port's
     TC_TO_PRIORITY_GROUP_MAP, queue from the egress port's TC_TO_QUEUE_MAP (unmapped: 0)."""
     qos, in_port, out_port = config.qos, port_name(ingress), port_name(egress)
-    dscp_map, dscp_from = _bound(config, in_port, "dscp_to_tc_map")
+    dscp_map, dscp_from = bound(config, in_port, "dscp_to_tc_map")
     if is_ip(frame) and dscp_map is not None:
         _, packet = network(frame)
         dscp = packet[1] >> 2 if packet[0] >> 4 == 4 else ((packet[0] & 0x0F) << 2
@@ -176,16 +166,14 @@ def expected_class(config: SwitchConfig, ingress: str, egress: str, frame: bytes
         tc = qos.dscp_to_tc[dscp_map].get(dscp, 0)
         why = f"DSCP {dscp} -> TC {tc} (DSCP_TO_TC_MAP {dscp_map} of {dscp_from})"
     else:
-        dot1p_map, dot1p_from = _bound(config, in_port, "dot1p_to_tc_map")
+        dot1p_map, dot1p_from = bound(config, in_port, "dot1p_to_tc_map")
         prio = pcp or 0
         tc = qos.dot1p_to_tc[dot1p_map].get(prio, 0) if dot1p_map else 0
         why = (f"PCP {prio}{'' if pcp is not None else ' (untagged)'} -> TC {tc} "
                + (f"(DOT1P_TO_TC_MAP {dot1p_map} of {dot1p_from})" if dot1p_map
                   else "(no DOT1P_TO_TC_MAP: default TC 0)"))
-    pg_map, _ = _bound(config, in_port, "tc_to_pg_map")
-    q_map, _ = _bound(config, out_port, "tc_to_queue_map")
-    pg = qos.tc_to_pg[pg_map].get(tc, 0) if pg_map else 0
-    queue = qos.tc_to_queue[q_map].get(tc, 0) if q_map else 0
+    pg, _ = pg_of_tc(config, in_port, tc)
+    queue, _ = queue_of_tc(config, out_port, tc)
     why += f", PG {pg} on {in_port}, queue {queue} on {out_port}"
     return tc, pg, queue, why
 

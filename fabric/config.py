@@ -24,7 +24,15 @@ TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
 
 
 class ConfigError(ValueError):
-    """A config_db.json problem, phrased as ``file: TABLE|key: field: problem``."""
+    """A config_db.json problem, phrased as ``file: TABLE|key: field: problem``.
+
+    ``where`` holds ``TABLE|key|field`` (empty for whole-file problems), so tools that list
+    findings (config.lint) can point at the entry without parsing the message.
+    """
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
 
 
 @dataclass(frozen=True)
@@ -223,7 +231,8 @@ def parse(data: dict[str, Any], path: str) -> SwitchConfig:
                     raise _Invalid(f"entry must be a JSON object, not {fields!r}")
                 parse_entry(draft, key, fields)
             except _Invalid as invalid:
-                raise ConfigError(invalid.message(path, f"{table}|{key}")) from None
+                where = "|".join([table, key, *([invalid.field] if invalid.field else [])])
+                raise ConfigError(invalid.message(path, f"{table}|{key}"), where) from None
     return draft.finish(path)
 
 

@@ -124,8 +124,13 @@ def resolve(spec: str | os.PathLike, topologies_dir: Path | None = None) -> Path
     raise TopologyError(f"{spec}: no such lab or topology file")
 
 
-def load(spec: str | os.PathLike, topologies_dir: Path | None = None) -> Topology:
-    """Parse and validate a clab file, its nodes, links and every file they reference."""
+def load(spec: str | os.PathLike, topologies_dir: Path | None = None,
+         configs: bool = True) -> Topology:
+    """Parse and validate a clab file, its nodes, links and every file they reference.
+
+    ``configs=False`` leaves switch configs unparsed (``Node.config`` None, ``config_path``
+    set): config.lint reports a broken config as a finding instead of stopping at it.
+    """
     path = resolve(spec, topologies_dir)
     try:
         text = _expand_env(path.read_text())
@@ -134,7 +139,7 @@ def load(spec: str | os.PathLike, topologies_dir: Path | None = None) -> Topolog
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
         raise TopologyError(f"{path}: {where}invalid YAML: {getattr(e, 'problem', e)}") from None
-    return _Loader(path).topology(raw)
+    return _Loader(path, configs).topology(raw)
 
 
 def _expand_env(text: str) -> str:
@@ -143,9 +148,10 @@ def _expand_env(text: str) -> str:
 
 
 class _Loader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, configs: bool = True) -> None:
         self.path = path
         self.dir = path.parent
+        self.configs = configs
 
     def error(self, where: str, problem: str) -> TopologyError:
         return TopologyError(f"{self.path}: {where}: {problem}")
@@ -202,7 +208,8 @@ class _Loader:
             spec = self.mapping(spec, where, NODE_KEYS)
             nodes[node_name] = self.node(node_name, spec, defaults, kinds, groups)
         links = self.links(body.get("links"), nodes)
-        nodes = {n: self.with_config(node, links) for n, node in nodes.items()}
+        if self.configs:
+            nodes = {n: self.with_config(node, links) for n, node in nodes.items()}
         return Topology(name=name, path=self.path.resolve(), nodes=nodes, links=links)
 
     def node(self, name: str, spec: dict, defaults: dict, kinds: dict, groups: dict) -> Node:

@@ -1,0 +1,434 @@
+"""Static lint of a lab's switch configs: does the lossless RoCE path hold together?
+
+No root and no running lab: it reads the topology and every switch's config_db.json and
+reports findings (severity, file, ``TABLE|key|field``, why it matters, the fix). Each rule is
+a small function with a stable id taking a ``Lab`` and yielding ``Finding``s; a rule about
+hosts (their NIC's DSCP/PCP, which needs host NIC settings in the topology) plugs into
+``RULES`` the same way, reading ``Lab.topology.hosts``. See docs/lint.md.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from fabric.config import BufferProfile, ConfigError, SwitchConfig
+from fabric.config import load as load_config
+from fabric.qos import (HeadroomParams, bound, pg_of_tc, port_setting, qos_ports,
+                        queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
+from labs.topology import Topology
+from labs.topology import load as load_topology
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+PRIORITY_LABEL = "rocelab.roce-priority"
+ECN_ON_GREEN = {"ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    rule: str
+    file: str
+    where: str  # TABLE|key|field
+    why: str  # what is wrong and why it matters
+    fix: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the lab means to carry: RoCE on ``priority`` marked ``dscp``, CNPs ``cnp_dscp``."""
+
+    priority: int = 3
+    dscp: int = 26
+    cnp_dscp: int = 48
+    headroom: HeadroomParams = HeadroomParams()
+
+
+@dataclass
+class Lab:
+    """The topology and each switch's config (None where it failed to load)."""
+
+    topology: Topology
+    settings: Settings
+    configs: dict[str, SwitchConfig | None] = field(default_factory=dict)
+    load_errors: dict[str, ConfigError] = field(default_factory=dict)
+
+    def switches(self) -> Iterator[tuple[str, SwitchConfig]]:
+        """(node, config) for every switch whose config loaded."""
+        for name, config in self.configs.items():
+            if config is not None:
+                yield name, config
+
+
+Rule = Callable[[Lab], Iterator[Finding]]
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def references(lab: Lab) -> Iterator[Finding]:
+    """A config that does not load (a dangling map/profile/scheduler name among others) is
+    refused by the switch: nothing else can be judged on it."""
+    for node, error in lab.load_errors.items():
+        yield Finding("error", "references", str(lab.topology.nodes[node].config_path),
+                      error.where, str(error).split(": ", 1)[-1],
+                      "define the missing entry or correct the name (the message says which)")
+
+
+def lossless_chain(lab: Lab) -> Iterator[Finding]:
+    """DSCP -> TC -> PG (PFC on, lossless buffer) and TC -> queue (ECN on), and the same PCP
+    to the same TC for RoCEv1: the first broken hop puts RoCE in a lossy place."""
+    s = lab.settings
+    for _, config in lab.switches():
+        for port in qos_ports(config):
+            yield from _chain_on_port(config, port, s)
+
+
+def _chain_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Finding]:
+    def bad(where: str, why: str, fix: str, severity: Severity = "error") -> Finding:
+        return Finding(severity, "lossless-chain", config.path, where, why, fix)
+
+    tc, dscp_map = tc_of_dscp(config, port, s.dscp)
+    if dscp_map is None:
+        yield bad(f"PORT_QOS_MAP|{port}|dscp_to_tc_map",
+                  f"no DSCP map on {port}: RoCEv2 (DSCP {s.dscp}) lands in TC 0, lossy",
+                  "bind a DSCP_TO_TC_MAP on this port or on PORT_QOS_MAP|global")
+        return
+    if tc != s.priority:
+        yield bad(f"DSCP_TO_TC_MAP|{dscp_map}|{s.dscp}",
+                  f"DSCP {s.dscp} -> TC {tc} on {port}, not the lossless TC {s.priority}: "
+                  "RoCE is classified lossy and drops under incast",
+                  f'map "{s.dscp}": "{s.priority}"')
+        return
+    enabled, source = port_setting(config, port, "pfc_enable")
+    if s.priority not in enabled:
+        yield bad(f"PORT_QOS_MAP|{source or port}|pfc_enable",
+                  f"priority {s.priority} has no PFC on {port} (pfc_enable "
+                  f"{','.join(map(str, sorted(enabled))) or 'empty'}): the switch never pauses "
+                  "the sender, so a full buffer drops RoCE", f"add {s.priority} to pfc_enable")
+    pg, _ = pg_of_tc(config, port, tc)
+    yield from _pfc_pg(config, port, pg, s, bad)
+    yield from _lossless_pg(config, port, tc, pg, bad)
+    queue, _ = queue_of_tc(config, port, tc)
+    yield from _pfc_queue(config, port, queue, s, bad)
+    yield from _ecn_queue(config, port, tc, queue, bad)
+    yield from _dot1p(config, port, s, bad)
+
+
+def _pfc_pg(config: SwitchConfig, port: str, pg: int, s: Settings, bad) -> Iterator[Finding]:
+    """PFC frames the PG sends must name the RoCE priority, else they pause the wrong one."""
+    name, _ = bound(config, port, "pfc_to_pg_map")
+    if name is not None:
+        target = config.qos.pfc_priority_to_pg[name].get(s.priority)
+        if target != pg:
+            yield bad(f"PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|{name}|{s.priority}",
+                      f"priority {s.priority} -> PG {target} but RoCE fills PG {pg} on {port}: "
+                      "the PG that fills is not the one PFC accounts",
+                      f'map "{s.priority}": "{pg}"')
+
+
+def _lossless_pg(config: SwitchConfig, port: str, tc: int, pg: int,
+                 bad) -> Iterator[Finding]:
+    profile = config.qos.buffer_pg.get((port, pg))
+    if profile is None:
+        yield bad(f"BUFFER_PG|{port}|{pg}|profile",
+                  f"TC {tc} -> PG {pg} on {port}, which has no BUFFER_PG: no XOFF threshold and "
+                  "no headroom, so PFC is never sent and RoCE drops",
+                  "add BUFFER_PG with a lossless profile (xon, xoff, size)")
+    elif config.qos.buffer_profiles[profile].xoff is None:
+        yield bad(f"BUFFER_PROFILE|{profile}|xoff",
+                  f"PG {pg} on {port} uses {profile}, which has no xoff: a lossy PG never "
+                  "sends PFC", "use a lossless profile (xon, xoff, size = xon + xoff)")
+
+
+def _pfc_queue(config: SwitchConfig, port: str, queue: int, s: Settings,
+               bad) -> Iterator[Finding]:
+    """A PFC frame received for the RoCE priority must stop the queue RoCE is in."""
+    name, _ = bound(config, port, "pfc_to_queue_map")
+    if name is not None:
+        target = config.qos.pfc_priority_to_queue[name].get(s.priority)
+        if target != queue:
+            yield bad(f"MAP_PFC_PRIORITY_TO_QUEUE|{name}|{s.priority}",
+                      f"a pause for priority {s.priority} stops queue {target}, but RoCE leaves "
+                      f"{port} by queue {queue}: the upstream keeps sending into a full buffer",
+                      f'map "{s.priority}": "{queue}"')
+
+
+def _ecn_queue(config: SwitchConfig, port: str, tc: int, queue: int,
+               bad) -> Iterator[Finding]:
+    entry = config.qos.queues.get((port, queue))
+    if entry is None or entry.wred_profile is None:
+        yield bad(f"QUEUE|{port}|{queue}|wred_profile",
+                  f"TC {tc} -> queue {queue} on {port} has no WRED profile: no ECN marks, so "
+                  "DCQCN never slows senders and PFC does all the work (congestion spreading)",
+                  "set wred_profile to a WRED_PROFILE with ecn ecn_all (or ecn_green)")
+        return
+    wred = config.qos.wred_profiles[entry.wred_profile]
+    if wred.ecn not in ECN_ON_GREEN or wred.green is None:
+        yield bad(f"WRED_PROFILE|{wred.name}|ecn",
+                  f"queue {queue} on {port} uses {wred.name} with ecn {wred.ecn}: green (RoCE) "
+                  "packets are never CE-marked, so DCQCN has no signal",
+                  "set ecn to ecn_all (or ecn_green) with green thresholds")
+
+
+def _dot1p(config: SwitchConfig, port: str, s: Settings, bad) -> Iterator[Finding]:
+    """RoCEv1 has no IP header: the PCP alone must bring it to the same lossless TC."""
+    tc, name = tc_of_pcp(config, port, s.priority)
+    if name is None:
+        yield bad(f"PORT_QOS_MAP|{port}|dot1p_to_tc_map",
+                  f"no dot1p map on {port}: RoCEv1 (PCP {s.priority}) lands in TC 0, lossy",
+                  "bind a DOT1P_TO_TC_MAP (needed only if RoCEv1 or tagged RoCE uses the port)",
+                  "warning")
+    elif tc != s.priority:
+        yield bad(f"DOT1P_TO_TC_MAP|{name}|{s.priority}",
+                  f"PCP {s.priority} -> TC {tc} on {port}, but DSCP {s.dscp} -> TC "
+                  f"{s.priority}: RoCEv1 is lossy while RoCEv2 is lossless",
+                  f'map "{s.priority}": "{s.priority}"')
+
+
+def headroom(lab: Lab) -> Iterator[Finding]:
+    """Every lossless PG must hold what still arrives after XOFF (SONiC's formula), and
+    reserve xon + xoff unless the headroom comes from a shared headroom pool."""
+    for _, config in lab.switches():
+        for (port, pg), name in sorted(config.qos.buffer_pg.items()):
+            profile = config.qos.buffer_profiles[name]
+            if profile.xoff is not None:
+                yield from _pg_headroom(config, port, pg, profile, lab.settings)
+
+
+def _pg_headroom(config: SwitchConfig, port: str, pg: int, profile: BufferProfile,
+                 s: Settings) -> Iterator[Finding]:
+    where = f"BUFFER_PROFILE|{profile.name}"
+    speed = config.ports[port].speed_mbps
+    cable = config.qos.cable_length_m.get(port)
+    if cable is None:
+        yield Finding("warning", "headroom", config.path, f"CABLE_LENGTH|*|{port}",
+                      f"{port} has no cable length: its headroom for PG {pg} cannot be checked",
+                      'add it to CABLE_LENGTH (e.g. "40m")')
+        return
+    try:
+        need = required_headroom(speed, cable, config.ports[port].mtu, s.headroom)
+    except KeyError:
+        yield Finding("info", "headroom", config.path, f"PORT|{port}|speed",
+                      f"no pause-quanta figure for {speed} Mb/s: headroom not checked", "-")
+        return
+    if profile.xoff < need.xoff:
+        yield Finding("error", "headroom", config.path, f"{where}|xoff",
+                      f"xoff {profile.xoff} < {need.xoff} needed on {port} ({speed // 1000}G, "
+                      f"{cable} m): {need.why}. Bytes in flight after XOFF overflow the "
+                      "headroom and a lossless PG drops", f"set xoff to at least {need.xoff}")
+    shared = config.qos.buffer_pools[profile.pool].xoff > 0
+    xon = profile.xon or 0
+    if not shared and profile.size < xon + profile.xoff:
+        yield Finding("warning", "headroom", config.path, f"{where}|size",
+                      f"size {profile.size} < xon {xon} + xoff {profile.xoff} with no shared "
+                      f"headroom pool ({profile.pool} xoff 0): the reserved part cannot hold "
+                      "the headroom", f"set size to {xon + profile.xoff}")
+
+
+def ecn_below_xoff(lab: Lab) -> Iterator[Finding]:
+    """The DCQCN design rule: ECN must mark before PFC fires, or pauses spread upstream."""
+    s = lab.settings
+    for _, config in lab.switches():
+        for port in qos_ports(config):
+            tc, _ = tc_of_dscp(config, port, s.dscp)
+            pg, _ = pg_of_tc(config, port, tc)
+            queue, _ = queue_of_tc(config, port, tc)
+            profile_name = config.qos.buffer_pg.get((port, pg))
+            entry = config.qos.queues.get((port, queue))
+            if profile_name is None or entry is None or entry.wred_profile is None:
+                continue  # lossless-chain reports the missing hop
+            wred = config.qos.wred_profiles[entry.wred_profile]
+            profile = config.qos.buffer_profiles[profile_name]
+            if wred.green is not None and profile.xoff is not None:
+                yield from _ecn_vs_xoff(config, port, wred.name, wred.green.min_threshold,
+                                        wred.green.max_threshold, profile)
+
+
+def xoff_trigger(config: SwitchConfig, profile: BufferProfile) -> tuple[float, str]:
+    """Shared bytes a PG holds when it sends XOFF. Static: static_th. Dynamic: the PG may
+    use alpha x free pool; with one PG filling alone, used = alpha (size - used), so it
+    settles at alpha * size / (1 + alpha), the most a single congested PG reaches."""
+    if profile.static_th is not None:
+        return profile.static_th, f"static_th {profile.static_th}"
+    alpha = 2.0 ** (profile.dynamic_th or 0)
+    size = config.qos.buffer_pools[profile.pool].size
+    return alpha * size / (1 + alpha), (f"dynamic_th {profile.dynamic_th} (alpha {alpha:g}) "
+                                        f"x pool {size} / (1 + alpha)")
+
+
+def _ecn_vs_xoff(config: SwitchConfig, port: str, wred: str, low: int, high: int,
+                 profile: BufferProfile) -> Iterator[Finding]:
+    trigger, how = xoff_trigger(config, profile)
+    where = f"WRED_PROFILE|{wred}|green_min_threshold"
+    if low >= trigger:
+        yield Finding("error", "ecn-below-xoff", config.path, where,
+                      f"ECN starts at {low} B but {port} sends XOFF at {trigger:.0f} B ({how}): "
+                      "PFC fires before any CE mark, pauses spread upstream and DCQCN never "
+                      "acts", f"lower green_min_threshold below {trigger:.0f}")
+    elif high > trigger:
+        yield Finding("warning", "ecn-below-xoff", config.path,
+                      f"WRED_PROFILE|{wred}|green_max_threshold",
+                      f"ECN band {low}..{high} B reaches past the XOFF point {trigger:.0f} B on "
+                      f"{port} ({how}): marking is still weak when PFC fires",
+                      f"lower green_max_threshold below {trigger:.0f}")
+
+
+def cnp_queue(lab: Lab) -> Iterator[Finding]:
+    """CNPs are the brake of DCQCN: they must overtake the data they slow down, and must not
+    be paused with it."""
+    s = lab.settings
+    for _, config in lab.switches():
+        for port in qos_ports(config):
+            yield from _cnp_on_port(config, port, s)
+
+
+def _cnp_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Finding]:
+    tc, name = tc_of_dscp(config, port, s.cnp_dscp)
+    enabled, _ = port_setting(config, port, "pfc_enable")
+    if tc == s.priority or tc in enabled:
+        yield Finding("error", "cnp-queue", config.path, f"DSCP_TO_TC_MAP|{name}|{s.cnp_dscp}",
+                      f"CNP DSCP {s.cnp_dscp} -> TC {tc}, a lossless TC on {port}: CNPs are "
+                      "paused together with the data they should slow down",
+                      f'map "{s.cnp_dscp}" to its own TC with a strict queue (SONiC: 6)')
+        return
+    queue, _ = queue_of_tc(config, port, tc)
+    sched = _scheduler(config, port, queue)
+    if sched is not None and sched.type == "STRICT":
+        return
+    roce_queue, _ = queue_of_tc(config, port, s.priority)
+    roce = _scheduler(config, port, roce_queue)
+    where = f"QUEUE|{port}|{queue}|scheduler"
+    if sched is not None and roce is not None and roce.type != "STRICT" \
+            and (sched.weight or 0) > (roce.weight or 0):
+        yield Finding("warning", "cnp-queue", config.path, where,
+                      f"CNP queue {queue} is {sched.type} weight {sched.weight}, above RoCE's "
+                      f"{roce.weight}, but not strict: CNPs can still wait behind data",
+                      "give the CNP queue a STRICT scheduler")
+        return
+    got = "no scheduler" if sched is None else f"{sched.type} weight {sched.weight}"
+    yield Finding("error", "cnp-queue", config.path, where,
+                  f"CNP DSCP {s.cnp_dscp} -> queue {queue} on {port} has {got}: CNPs queue "
+                  "behind the congested RoCE data, so senders slow down late",
+                  "give the CNP queue a STRICT scheduler")
+
+
+def _scheduler(config: SwitchConfig, port: str, queue: int):
+    entry = config.qos.queues.get((port, queue))
+    if entry is None or entry.scheduler is None:
+        return None
+    return config.qos.schedulers[entry.scheduler]
+
+
+def pfcwd_coverage(lab: Lab) -> Iterator[Finding]:
+    """A port that honours PFC can be frozen by a storming neighbour: the watchdog is what
+    breaks the storm (and a deadlock)."""
+    for _, config in lab.switches():
+        for port in qos_ports(config):
+            enabled, _ = port_setting(config, port, "pfc_enable")
+            if not enabled:
+                continue
+            if port not in config.qos.pfc_wd:
+                yield Finding("warning", "pfcwd-coverage", config.path, f"PFC_WD|{port}",
+                              f"{port} has PFC on {_list(enabled)} but no PFC watchdog: a PFC "
+                              "storm pauses it forever",
+                              'add PFC_WD|<port> (action drop, detection_time 200, '
+                              'restoration_time 200)')
+            watched, source = port_setting(config, port, "pfcwd_sw_enable")
+            if not enabled <= watched:
+                yield Finding("warning", "pfcwd-coverage", config.path,
+                              f"PORT_QOS_MAP|{source or port}|pfcwd_sw_enable",
+                              f"{port}: priorities {_list(enabled - watched)} have PFC but no "
+                              "watchdog", f"set pfcwd_sw_enable to {_list(enabled)}")
+
+
+def _list(priorities: frozenset[int]) -> str:
+    return ",".join(map(str, sorted(priorities)))
+
+
+def consistency(lab: Lab) -> Iterator[Finding]:
+    """A hop-by-hop lossless path needs every switch to agree on the RoCE class: one switch
+    with a different DSCP -> TC or lossless priority breaks it in the middle."""
+    seen: dict[str, tuple[str, str]] = {}  # fact -> (file, value) of the first switch
+    for _, config in lab.switches():
+        for fact, value, where in _class_facts(config, lab.settings):
+            first = seen.setdefault(fact, (config.path, value))
+            if first[1] != value:
+                yield Finding("error", "consistency", config.path, where,
+                              f"{fact} is {value} here but {first[1]} in {first[0]}: the "
+                              "lossless class changes from hop to hop",
+                              "use the same QoS maps and pfc_enable on every switch")
+
+
+def _class_facts(config: SwitchConfig, s: Settings) -> Iterator[tuple[str, str, str]]:
+    ports = qos_ports(config)
+    if not ports:
+        return
+    tcs = {tc_of_dscp(config, p, s.dscp) for p in ports}
+    for tc, name in sorted(tcs, key=str):
+        yield (f"DSCP {s.dscp} -> TC", str(tc), f"DSCP_TO_TC_MAP|{name}|{s.dscp}")
+    lossless = {_list(port_setting(config, p, "pfc_enable")[0]) for p in ports}
+    source = port_setting(config, ports[0], "pfc_enable")[1] or ports[0]
+    for value in sorted(lossless):
+        yield ("lossless priorities (pfc_enable)", value or "none",
+               f"PORT_QOS_MAP|{source}|pfc_enable")
+
+
+RULES: dict[str, Rule] = {
+    "references": references,
+    "lossless-chain": lossless_chain,
+    "headroom": headroom,
+    "ecn-below-xoff": ecn_below_xoff,
+    "cnp-queue": cnp_queue,
+    "pfcwd-coverage": pfcwd_coverage,
+    "consistency": consistency,
+}
+
+
+# --------------------------------------------------------------------------- running
+
+
+def load_lab(spec: str | Path, priority: int | None = None, dscp: int = 26,
+             cnp_dscp: int = 48) -> Lab:
+    """The topology and every switch config; a config that fails to load is kept as its
+    error. The priority comes from ``priority``, else the ``rocelab.roce-priority`` label
+    (on any node, or in topology defaults), else 3."""
+    topology = load_topology(spec, configs=False)
+    if priority is None:
+        labelled = [n.labels[PRIORITY_LABEL] for n in topology.nodes.values()
+                    if PRIORITY_LABEL in n.labels]
+        priority = int(labelled[0]) if labelled else 3
+    lab = Lab(topology, Settings(priority, dscp, cnp_dscp))
+    for node in topology.switches:
+        try:
+            lab.configs[node.name] = load_config(node.config_path)
+        except ConfigError as e:
+            lab.configs[node.name] = None
+            lab.load_errors[node.name] = e
+    return lab
+
+
+def lint(lab: Lab) -> list[Finding]:
+    """Every rule's findings, each reported once, errors first."""
+    unique = {}
+    for rule in RULES.values():
+        for f in rule(lab):
+            unique.setdefault((f.rule, f.file, f.where, f.severity), f)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(unique.values(), key=lambda f: (order[f.severity], f.file, f.rule, f.where))
+
+
+def counts(findings: list[Finding]) -> dict[str, int]:
+    return {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
+
+
+def as_json(lab: Lab, findings: list[Finding]) -> str:
+    return json.dumps({"lab": lab.topology.name, "topology": str(lab.topology.path),
+                       "settings": {"priority": lab.settings.priority,
+                                    "dscp": lab.settings.dscp,
+                                    "cnp_dscp": lab.settings.cnp_dscp},
+                       "counts": counts(findings),
+                       "findings": [asdict(f) for f in findings]}, indent=2)

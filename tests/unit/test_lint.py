@@ -1,0 +1,196 @@
+"""checks.lint: the project's labs lint clean, and each rule fires on one seeded mistake with
+its id, the file and the TABLE|key|field to fix."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checks.lint import load_lab, lint
+from fabric.qos import required_headroom
+from tests.conftest import ROOT, copy_lab
+
+Config = dict[str, Any]
+
+
+def seeded(tmp_path: Path, node: str, edit: Callable[[Config], None],
+           lab: str = "roce-v2-leafspine") -> tuple[Path, Path]:
+    """A copy of ``lab`` with ``edit`` applied to ``node``'s config_db.json:
+    (clab file, the edited config)."""
+    clab = copy_lab(tmp_path, lab=lab)
+    config = clab.parent / "configs" / node / "config_db.json"
+    data = json.loads(config.read_text())
+    edit(data)
+    config.write_text(json.dumps(data, indent=4))
+    return clab, config
+
+
+def findings_of(clab: Path, rule: str, **settings) -> list:
+    return [f for f in lint(load_lab(clab, **settings)) if f.rule == rule]
+
+
+@pytest.mark.parametrize("lab", ["roce-v2-leafspine", "roce-v1-l2"])
+def test_project_labs_lint_clean(lab):
+    findings = lint(load_lab(lab))
+    assert [f for f in findings if f.severity == "error"] == []
+
+
+def test_headroom_formula():
+    """SONiC-VS constants at 100G / 40 m / MTU 9100: xon is the 18 KB pipeline; xoff is
+    lossless MTU 4096 + (9100 + cable 5050.5 + MAC/PHY 819.2 + 394 quanta x 64 B) = 44281.7,
+    rounded up to 45056."""
+    need = required_headroom(100000, 40, 9100)
+    assert (need.xon, need.xoff, need.size) == (18432, 45056, 18432 + 45056)
+    assert required_headroom(100000, 40, 9100, shared_pool=True).size == 18432
+
+
+def _set(table: str, key: str, field: str, value: str) -> Callable[[Config], None]:
+    def edit(data: Config) -> None:
+        data[table][key][field] = value
+    return edit
+
+
+def test_lossless_chain_names_the_dscp_hop(tmp_path):
+    clab, config = seeded(tmp_path, "leaf1", _set("DSCP_TO_TC_MAP", "AZURE", "26", "1"))
+    found = findings_of(clab, "lossless-chain")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("error", str(config), "DSCP_TO_TC_MAP|AZURE|26")]
+
+
+def test_lossless_chain_pfc_off(tmp_path):
+    clab, config = seeded(tmp_path, "spine1", _set("PORT_QOS_MAP", "Ethernet0", "pfc_enable", ""))
+    wheres = {f.where for f in findings_of(clab, "lossless-chain") if f.file == str(config)}
+    assert wheres == {"PORT_QOS_MAP|Ethernet0|pfc_enable"}
+
+
+def test_lossless_chain_no_ecn(tmp_path):
+    clab, config = seeded(tmp_path, "leaf2", _set("WRED_PROFILE", "AZURE_LOSSLESS", "ecn",
+                                                 "ecn_none"))
+    found = findings_of(clab, "lossless-chain")
+    assert {(f.file, f.where) for f in found} == {(str(config), "WRED_PROFILE|AZURE_LOSSLESS|ecn")}
+
+
+def test_lossless_chain_dot1p_mismatch_roce_v1(tmp_path):
+    clab, config = seeded(tmp_path, "leaf1", _set("DOT1P_TO_TC_MAP", "AZURE", "3", "0"),
+                          lab="roce-v1-l2")
+    found = findings_of(clab, "lossless-chain")
+    assert {(f.severity, f.file, f.where) for f in found} == {
+        ("error", str(config), "DOT1P_TO_TC_MAP|AZURE|3")}
+
+
+def test_lossless_chain_lossy_pg(tmp_path):
+    def lossy_pg(data: Config) -> None:
+        data["BUFFER_PG"]["Ethernet8|3"]["profile"] = "ingress_lossy_profile"
+    clab, config = seeded(tmp_path, "leaf1", lossy_pg)
+    found = findings_of(clab, "lossless-chain")
+    assert [(f.file, f.where) for f in found] == [
+        (str(config), "BUFFER_PROFILE|ingress_lossy_profile|xoff")]
+    assert "Ethernet8" in found[0].why
+
+
+def test_headroom_xoff_too_small(tmp_path):
+    profile = "pg_lossless_100000_40m_profile"
+    clab, config = seeded(tmp_path, "spine2", _set("BUFFER_PROFILE", profile, "xoff", "30720"))
+    found = findings_of(clab, "headroom")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("error", str(config), f"BUFFER_PROFILE|{profile}|xoff")]
+    assert "45056" in found[0].why
+
+
+def test_headroom_size_without_shared_pool(tmp_path):
+    def no_shared_pool(data: Config) -> None:
+        del data["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"]
+        data["BUFFER_PROFILE"]["pg_lossless_100000_40m_profile"]["size"] = "18432"
+    clab, config = seeded(tmp_path, "leaf2", no_shared_pool)
+    found = findings_of(clab, "headroom")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("warning", str(config), "BUFFER_PROFILE|pg_lossless_100000_40m_profile|size")]
+
+
+def test_ecn_above_xoff(tmp_path):
+    """A static XOFF at 100 KB under an ECN band that starts at 150 KB: PFC fires first."""
+    def static_xoff(data: Config) -> None:
+        profile = data["BUFFER_PROFILE"]["pg_lossless_100000_40m_profile"]
+        del profile["dynamic_th"]
+        profile["static_th"] = "100000"
+    clab, config = seeded(tmp_path, "leaf1", static_xoff)
+    found = findings_of(clab, "ecn-below-xoff")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("error", str(config), "WRED_PROFILE|AZURE_LOSSLESS|green_min_threshold")]
+    assert "150000" in found[0].why and "100000" in found[0].why
+
+
+def test_cnp_queue_not_strict(tmp_path):
+    def dwrr(data: Config) -> None:
+        for key, queue in data["QUEUE"].items():
+            if key.endswith("|6"):
+                queue["scheduler"] = "scheduler.0"
+    clab, config = seeded(tmp_path, "spine1", dwrr)
+    found = findings_of(clab, "cnp-queue")
+    assert found and {(f.severity, f.file) for f in found} == {("error", str(config))}
+    assert "QUEUE|Ethernet0|6|scheduler" in {f.where for f in found}
+
+
+def test_cnp_in_lossless_tc(tmp_path):
+    clab, config = seeded(tmp_path, "leaf2", _set("DSCP_TO_TC_MAP", "AZURE", "48", "3"))
+    found = findings_of(clab, "cnp-queue")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("error", str(config), "DSCP_TO_TC_MAP|AZURE|48")]
+
+
+def test_pfcwd_missing(tmp_path):
+    def no_watchdog(data: Config) -> None:
+        del data["PFC_WD"]["Ethernet4"]
+    clab, config = seeded(tmp_path, "leaf1", no_watchdog)
+    found = findings_of(clab, "pfcwd-coverage")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("warning", str(config), "PFC_WD|Ethernet4")]
+
+
+def test_dangling_reference_is_a_finding(tmp_path):
+    clab, config = seeded(tmp_path, "spine2", _set("QUEUE", "Ethernet0|3", "wred_profile",
+                                                   "AZURE_LOSSLES"))
+    found = findings_of(clab, "references")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("error", str(config), "QUEUE|Ethernet0|3|wred_profile")]
+    assert "AZURE_LOSSLES" in found[0].why
+
+
+def test_switches_disagree(tmp_path):
+    """spine2 alone moves RoCE to priority 4: its own chain is whole, but the path is not."""
+    def priority_4(data: Config) -> None:
+        for port in data["PORT_QOS_MAP"].values():
+            port["pfc_enable"] = port["pfcwd_sw_enable"] = "4"
+        data["DSCP_TO_TC_MAP"]["AZURE"]["26"] = "4"
+    clab, config = seeded(tmp_path, "spine2", priority_4)
+    found = findings_of(clab, "consistency")
+    assert {(f.severity, f.file, f.where) for f in found} == {
+        ("error", str(config), "DSCP_TO_TC_MAP|AZURE|26"),
+        ("error", str(config), "PORT_QOS_MAP|Ethernet0|pfc_enable")}
+    assert all("spine1/config_db.json" in f.why for f in found)  # names the other file
+
+
+def test_priority_label_and_option(tmp_path):
+    """The label moves the lossless priority; a clean lab then fails the chain on it, and the
+    option overrides the label."""
+    def label(doc: dict) -> None:
+        doc["topology"].setdefault("defaults", {})["labels"] = {"rocelab.roce-priority": "4"}
+    clab = copy_lab(tmp_path, edit=label)
+    assert load_lab(clab).settings.priority == 4
+    assert any(f.severity == "error" for f in lint(load_lab(clab)))
+    assert not any(f.severity == "error" for f in lint(load_lab(clab, priority=3)))
+
+
+def test_task_exits_non_zero_on_errors(tmp_path):
+    clab, _ = seeded(tmp_path, "leaf1", _set("DSCP_TO_TC_MAP", "AZURE", "26", "0"))
+    run = subprocess.run([sys.executable, "-m", "invoke", "config.lint", str(clab), "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    report = json.loads(run.stdout)
+    assert report["counts"]["error"] >= 1
+    assert "DSCP_TO_TC_MAP|AZURE|26" in {f["where"] for f in report["findings"]}
