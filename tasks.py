@@ -242,15 +242,61 @@ def export_lab(c, name, format="clabernetes", out=""):
                       f"{done.largest_mtu + exports.VXLAN_OVERHEAD} (docs/scale-out.md)")
 
 
-@task(help={"engine": "container engine CLI: docker (default) or podman"})
-def build_images(c, engine="docker"):
-    """Build rocelab-switch and rocelab-host, the images --runtime containerlab deploys."""
+@task(help={"engine": "container engine CLI: docker (default) or podman",
+            "mirror": "Debian mirror for the base image (default: the one apt uses here)"})
+def build_images(c, engine="docker", mirror=""):
+    """Build rocelab-switch and rocelab-host, the images --runtime containerlab deploys, on a
+    base built from Debian packages (no image registry needed; docs/containerlab.md)."""
     from labs.runtimes import containerlab
     try:
-        built = containerlab.build_images(engine)
+        built = containerlab.build_images(
+            engine, mirror=mirror or None,
+            say=lambda line: console.print(f"image.build: {line}", markup=False, soft_wrap=True))
     except USER_ERRORS as e:
         raise _fail(e) from None
     console.print("built: " + ", ".join(built))
+
+
+@task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
+            "priority": "lossless RoCE priority (default: label rocelab.roce-priority, else 3)",
+            "dscp": "DSCP of RoCEv2 data", "cnp_dscp": "DSCP of CNPs",
+            "json": "print the findings as JSON instead of a table"})
+def lint(c, name, priority=-1, dscp=26, cnp_dscp=48, json=False):
+    """Static checks of the switch configs (no root, no lab): the lossless path, headroom,
+    ECN before PFC, CNP queue, PFC watchdog, references, consistency (docs/lint.md)."""
+    from checks import lint as lints
+    try:
+        lab = lints.load_lab(name, None if priority < 0 else priority, dscp, cnp_dscp)
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    findings = lints.lint(lab)
+    counts = lints.counts(findings)
+    if json:
+        print(lints.as_json(lab, findings))
+    else:
+        if findings:
+            console.print(_lint_table(lab, findings))
+        console.print(f"{lab.topology.name}: {counts['error']} errors, {counts['warning']} "
+                      f"warnings, {counts['info']} info in {len(lab.configs)} switch configs "
+                      f"(RoCE priority {lab.settings.priority}, DSCP {lab.settings.dscp}, "
+                      f"CNP DSCP {lab.settings.cnp_dscp})")
+    if counts["error"]:
+        raise Exit(code=1)
+
+
+def _lint_table(lab, findings) -> Table:
+    """One row per finding; files relative to the lab's folder, which every one is under."""
+    table = Table(title=f"config.lint {lab.topology.path}", show_lines=True)
+    for col in ("severity", "rule", "file", "where", "why", "fix"):
+        table.add_column(col, overflow="fold")
+    colour = {"error": "red", "warning": "yellow", "info": "blue"}
+    base = lab.topology.path.parent
+    for f in findings:
+        path = Path(f.file)
+        shown = path.relative_to(base) if path.is_relative_to(base) else path
+        table.add_row(f"[{colour[f.severity]}]{f.severity}[/]", f.rule, str(shown), f.where,
+                      f.why, f.fix)
+    return table
 
 
 lab_tasks = Collection("lab", up, down, status, pingall, list_, cleanup)
@@ -259,3 +305,4 @@ lab_tasks.add_task(export_lab, name="export")
 traffic_tasks = Collection("traffic", probe)
 ns = Collection(lab_tasks, traffic_tasks, test, bench, check)
 ns.add_collection(Collection("image", build=build_images))
+ns.add_collection(Collection("config", lint))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -117,10 +118,6 @@ def test_command_lines():
     assert clab.docker_cp_argv(Path("/x/config_db.json"), "clab-lab-leaf1",
                                "/etc/sonic/config_db.json") == [
         "docker", "cp", "/x/config_db.json", "clab-lab-leaf1:/etc/sonic/config_db.json"]
-    assert clab.build_argv("docker", "rocelab-switch", "0.1.0") == [
-        "docker", "build", "-f", "images/Dockerfile", "--target", "switch",
-        "-t", "rocelab-switch:0.1.0",
-        "-t", "rocelab-switch:latest", "."]
     assert clab.sonic_ready_argv() == ["redis-cli", "-n", "0", "EXISTS",
                                        "PORT_TABLE:PortInitDone"]
     dump = clab.asic_dump_argv()
@@ -596,50 +593,168 @@ def test_data_plane_checks_are_not_applicable_on_sonic_vs(lab_copy):
 
 # ---- images ---------------------------------------------------------------------------------
 
-def test_build_images_checks_the_engine_then_builds_both():
-    run = FakeRun()
-    assert clab.build_images("docker", run, installed) == [f"rocelab-switch:{VERSION}",
-                                                          f"rocelab-host:{VERSION}"]
+APT = DATA / "apt"
+APT_SOURCES = (APT / "sources.list", APT / "sources.list.d")
+MIRRORS = clab.DebianMirrors("http://mirror.example.org/debian",
+                             "http://security.example.org/debian-security")
+
+
+def test_the_base_image_comes_from_this_machines_debian_mirror():
+    sources = clab.read_apt_sources(APT_SOURCES)
+    # deb lines only (no deb-src), every URI x suite of deb822, the disabled entry and the
+    # .disabled file left out, [options] dropped.
+    assert [(s.uri, s.suite) for s in sources] == [
+        ("http://mirror.example.org/debian", "bookworm"),
+        ("http://mirror.example.org/debian", "bookworm-updates"),
+        ("http://security.example.org/debian-security", "bookworm-security"),
+        ("https://apt.vendor.example/apt", "cloud-sdk-bookworm")]
+    assert clab.debian_mirrors(sources) == MIRRORS
+    assert clab.debian_mirrors(sources, "http://other.example/debian/").archive == \
+        "http://other.example/debian"
+    one_line = clab._one_line_sources(
+        "deb [signed-by=/k.gpg] http://m.example/debian/ trixie main  # comment\n"
+        "deb http://m.example/debian-security trixie-security main\n")
+    assert clab.debian_mirrors(one_line) == clab.DebianMirrors(
+        "http://m.example/debian", "http://m.example/debian-security")
+    with pytest.raises(LabError, match=r"^image.build: no Debian mirror in this machine's apt "
+                                       r"sources .*: pass --mirror"):
+        clab.debian_mirrors(clab.read_apt_sources((APT / "sources.list.d" / "vendor.list",)))
+
+
+def test_image_command_lines(tmp_path):
+    tarball = tmp_path / "rootfs.tar"
+    assert clab.mmdebstrap_argv(MIRRORS, tarball) == [
+        "mmdebstrap", "--variant=minbase",
+        "--include=python3,python3-venv,iproute2,ethtool,tcpdump,iperf3,iputils-ping,procps,"
+        "ca-certificates",
+        "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/doc/*",
+        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+        "--dpkgopt=path-exclude=/usr/share/locale/*",
+        "bookworm", str(tarball),
+        "deb http://mirror.example.org/debian bookworm main",
+        "deb http://mirror.example.org/debian bookworm-updates main",
+        "deb http://security.example.org/debian-security bookworm-security main"]
+    assert clab.DebianMirrors("http://m/debian", None).sources() == [
+        "deb http://m/debian bookworm main", "deb http://m/debian bookworm-updates main"]
+    assert clab.import_argv("docker", tarball, "0.1.0") == [
+        "docker", "import",
+        "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "--change", 'CMD ["/bin/bash"]', str(tarball), "rocelab-base:0.1.0"]
+    assert clab.tag_argv("podman", "rocelab-base", "0.1.0") == [
+        "podman", "tag", "rocelab-base:0.1.0", "rocelab-base:latest"]
+    assert clab.python_target_argv("docker", "0.1.0")[:6] == [
+        "docker", "run", "--rm", "--network", "none", "rocelab-base:0.1.0"]
+    assert clab.project_wheel_argv(tmp_path / "wheels", tmp_path / "source")[1:] == [
+        "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(tmp_path / "wheels"),
+        str(tmp_path / "source")]
+    assert clab.build_argv("docker", "rocelab-switch", "0.1.0", tmp_path) == [
+        "docker", "build", "-f", str(tmp_path / "Dockerfile"), "--target", "switch",
+        "--build-arg", "BASE=rocelab-base:0.1.0",
+        "-t", "rocelab-switch:0.1.0", "-t", "rocelab-switch:latest", str(tmp_path)]
+    target = clab.PythonTarget("3.11", "2.36", "x86_64")
+    args = target.pip_args()
+    assert args[:8] == ["--only-binary=:all:", "--python-version", "3.11",
+                        "--implementation", "cp", "--abi", "cp311", "--platform"]
+    platforms = args[8::2]
+    assert platforms[0] == "manylinux_2_36_x86_64" and "manylinux_2_5_x86_64" in platforms
+    assert {"manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"} <= set(platforms)
+    wheel = tmp_path / "wheels" / "rocelab-0.1.0-py3-none-any.whl"
+    download = clab.dependency_wheels_argv(tmp_path / "wheels", wheel, target)
+    assert download[1:5] == ["-m", "pip", "download", "--dest"] and download[-1] == str(wheel)
+
+
+def image_build_run(python: Answer = (0, "3.11 2.36 x86_64\n", "")) -> FakeRun:
+    """docker and pip as image.build meets them: pip wheel leaves the project's wheel."""
+    def wheel(argv: list[str]) -> Answer:
+        wheels = Path(argv[argv.index("--wheel-dir") + 1])
+        wheels.mkdir(parents=True)
+        (wheels / "rocelab-0.1.0-py3-none-any.whl").write_bytes(b"")
+        return 0, "", ""
+    return (FakeRun().on(["docker", "run"], python)
+            .on([None, "-m", "pip", "wheel"], wheel))
+
+
+def test_build_images_builds_the_base_then_both_on_it():
+    run, said = image_build_run(), []
+    assert clab.build_images("docker", run, installed, APT_SOURCES, say=said.append) == [
+        f"rocelab-base:{VERSION}", f"rocelab-switch:{VERSION}", f"rocelab-host:{VERSION}"]
+    context = Path(run.calls[-1][-1])
+    tarball = context / "rootfs.tar"
+    target = clab.PythonTarget("3.11", "2.36", "x86_64")
+    wheel = context / "wheels" / "rocelab-0.1.0-py3-none-any.whl"
     assert run.calls == [["docker", "info"],
-                         clab.build_argv("docker", "rocelab-switch", VERSION),
-                         clab.build_argv("docker", "rocelab-host", VERSION)]
-    assert run.kwargs[1]["cwd"] == PROJECT_ROOT
-    assert "shell" not in run.kwargs[1]
+                         clab.mmdebstrap_argv(MIRRORS, tarball),
+                         clab.import_argv("docker", tarball, VERSION),
+                         clab.tag_argv("docker", "rocelab-base", VERSION),
+                         clab.python_target_argv("docker", VERSION),
+                         clab.project_wheel_argv(context / "wheels", context / "source"),
+                         clab.dependency_wheels_argv(context / "wheels", wheel, target),
+                         clab.build_argv("docker", "rocelab-switch", VERSION, context),
+                         clab.build_argv("docker", "rocelab-host", VERSION, context)]
+    assert all("shell" not in kwargs for kwargs in run.kwargs)
+    assert run.kwargs[-1]["cwd"] == context
+    assert not context.exists()  # the temporary build context is gone
+    assert said[0] == ("rocelab-base: Debian bookworm from http://mirror.example.org/debian "
+                       "(mmdebstrap)")
 
 
-def test_build_without_a_daemon_is_one_line():
+def test_build_without_a_tool_or_daemon_is_one_line():
     run = FakeRun().on(["docker", "info"], (1, "", "Cannot connect to the Docker daemon at "
                                                    "unix:///var/run/docker.sock.\n"))
     with pytest.raises(LabError, match=r"^image.build: no docker daemon answers \('docker "
                                        r"info': Cannot connect.*\); start it and retry$"):
-        clab.build_images("docker", run, installed)
+        clab.build_images("docker", run, installed, APT_SOURCES)
     assert len(run.calls) == 1
-    with pytest.raises(LabError, match="'podman' not found"):
+    with pytest.raises(LabError, match=r"'podman' not found \(install it: apt-get install "
+                                       r"docker.io, or podman"):
         clab.build_images("podman", FakeRun(), {}.get)
+    no_mmdebstrap = FakeRun()
+    with pytest.raises(LabError, match=r"^image.build: 'mmdebstrap' not found: .*"
+                                       r"\(install it: apt-get install mmdebstrap\)$"):
+        clab.build_images("docker", no_mmdebstrap, lambda name: None if name == "mmdebstrap"
+                          else installed(name), APT_SOURCES)
+    assert no_mmdebstrap.calls == []
+    no_mirror = FakeRun()
+    with pytest.raises(LabError, match="no Debian mirror"):
+        clab.build_images("docker", no_mirror, installed, ())
+    assert no_mirror.calls == [["docker", "info"]]
 
 
-def test_failed_build_names_the_image():
-    run = FakeRun().on(["docker", "build"], (1, "", ""))
-    with pytest.raises(LabError, match="building rocelab-switch failed"):
-        clab.build_images("docker", run, installed)
+def test_failed_step_names_it():
+    run = image_build_run().on(["docker", "build"], (1, "", ""))
+    with pytest.raises(LabError, match=r"^image.build: building rocelab-switch failed \(exit 1"):
+        clab.build_images("docker", run, installed, APT_SOURCES)
+    run = FakeRun().on(["mmdebstrap"], (2, "", ""))
+    with pytest.raises(LabError, match=r"^image.build: mmdebstrap \(the base root file system\) "
+                                       r"failed \(exit 2"):
+        clab.build_images("docker", run, installed, APT_SOURCES)
+    assert run.calls[-1][0] == "mmdebstrap"
+    run = image_build_run(python=(125, "", "Unable to find image"))
+    with pytest.raises(LabError, match=r"cannot read rocelab-base's python \(Unable to find"):
+        clab.build_images("docker", run, installed, APT_SOURCES)
 
 
-def test_dockerfile_builds_every_image_from_the_checkout():
-    """What docker would check at build time, checked here without a daemon."""
-    dockerfile = PROJECT_ROOT / clab.DOCKERFILE
-    text = dockerfile.read_text()
+def test_dockerfile_builds_every_image_on_the_debian_base():
+    """What docker would check at build time, checked here without a daemon: no stage comes
+    from a registry, and every COPY source is in the context build_images prepares."""
+    text = (PROJECT_ROOT / clab.DOCKERFILE).read_text()
     for stage in clab.IMAGES.values():
         assert f" AS {stage}\n" in text, stage
-    assert "FROM debian:bookworm-slim" in text
-    for package in ("python3", "iproute2", "ethtool", "tcpdump", "iperf3", "iputils-ping"):
-        assert f" {package} " in text.replace("\n", " "), package
-    allowed = (dockerfile.parent / "Dockerfile.dockerignore").read_text().splitlines()
+    assert "ARG BASE=rocelab-base:latest\n" in text
+    stages = set()
     for line in text.splitlines():
-        if line.startswith("COPY "):
-            for source in line.split()[1:-1]:
-                assert (PROJECT_ROOT / source).exists(), source
-                assert f"!{source}" in allowed, f"{source} is not in the build context"
-    assert "pip install" in text
+        if line.startswith("FROM "):
+            words = line.split()
+            assert words[1] == "${BASE}" or words[1] in stages, line
+            stages.add(words[3])
+        if line.startswith("COPY ") and "--from=" not in line:
+            assert line.split()[1] in (clab.WHEELS, "entrypoint.sh"), line
+    assert "pip install --no-cache-dir --no-index --find-links /tmp/wheels rocelab" in text
+    assert (PROJECT_ROOT / clab.SWITCH_ENTRYPOINT).is_file()
+    pyproject = (PROJECT_ROOT / "pyproject.toml").read_text()
+    include = re.search(r"^include = \[(.*)\]$", pyproject, re.M)
+    for package in re.findall(r'"(\w+)\*"', include.group(1)):  # the wheel is built from a copy
+        assert package in clab.PROJECT_FILES, package
 
 
 def test_switch_entrypoint_starts_the_agent_on_the_found_ports():
