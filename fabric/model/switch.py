@@ -201,6 +201,7 @@ class Switch:
         """The next frame ``port`` puts on the wire at ``now``, or None while its wire is
         busy or nothing may be sent (see ``next_send_time``). Frees the frame's ingress
         buffer bytes, which may resume a PG: its XON is in ``take_control``."""
+        self._now = now
         state = self._ports[port]
         scheduler = state.egress.scheduler
         got = scheduler.dequeue(now)
