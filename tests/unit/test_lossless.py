@@ -194,3 +194,39 @@ def test_dequeue_is_paced_at_speed_over_s():
     assert sw.backlogged() == []
     lateness = sw.counters()["ports"][H1_PORT]["fidelity"]["lateness"]
     assert lateness["count"] == 3 and abs(lateness["max_s"] - FRAME * 8 / RATE) < 1e-12
+
+
+def test_pfc_storm_is_detected_and_the_watchdog_drops_the_queue():
+    sw = learned(leaf1())
+    storm = pfc_frame(mac_bytes(H1), {3: MAX_QUANTA})
+    sw.receive(H2_PORT, udp_frame(26), 0.0)
+    now = 0.0
+    while now < 0.5:  # h1 keeps pausing queue 3 (PFC_WD: drop, 200 ms, poll 200 ms)
+        sw.receive(H1_PORT, storm, now)
+        sw.tick(now)
+        now = round(now + 0.05, 2)
+    port = sw.counters()["ports"][H1_PORT]
+    (event,) = port["watchdog"]["3"]["events"]
+    assert event["kind"] == "storm" and 0.2 <= event["time"] <= 0.4 + 1e-9
+    assert port["egress_drops"] == {"pfc_wd": 1} and sw.backlogged() == []
+    sw.receive(H2_PORT, udp_frame(26), now)  # arriving frames are dropped too
+    assert sw.counters()["ports"][H1_PORT]["egress_drops"] == {"pfc_wd": 2}
+    assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == 0  # buffers freed
+    for t in (now + 0.1, now + 0.2, now + 0.3):  # no PFC for 200 ms: restored
+        sw.tick(t)
+    assert sw.counters()["ports"][H1_PORT]["watchdog"]["3"]["stormed"] is False
+
+
+def test_fidelity_verdict_names_what_was_lost():
+    from fabric.client import fidelity
+    sw = learned(leaf1(headroom_pool=0))
+    assert fidelity(sw.counters()) == {"ok": True, "problems": []}
+    blast_until_pfc(sw)
+    for _ in range(60):
+        sw.receive(H2_PORT, udp_frame(26), 0.0)
+    counters = sw.counters()
+    counters["ports"][H1_PORT]["kernel_rx_drops"] = 2
+    verdict = fidelity(counters)
+    assert not verdict["ok"]
+    assert verdict["problems"][0] == "Ethernet8: 2 frames dropped in the kernel"
+    assert verdict["problems"][1].startswith("Ethernet12 PG 3: ")
