@@ -58,7 +58,8 @@ def status(c, name=""):
     except USER_ERRORS as e:
         raise _fail(e) from None
     table = Table(title=f"lab {lab.name} ({lab.state.runtime}, {lab.state.status})")
-    for col in ("node", "kind", "namespace", "agent", "rx pkts", "tx pkts", "drops"):
+    for col in ("node", "kind", "namespace", "agent", "S", "rx pkts", "tx pkts", "drops",
+                "fidelity"):
         table.add_column(col, justify="right" if "pkts" in col or col == "drops" else "left")
     for n in nodes:
         ports = n.counters.get("ports", {}).values()
@@ -70,7 +71,9 @@ def status(c, name=""):
                  f"[red]dead[/] {n.agent_error}")
         ns = n.namespace if n.namespace_present else f"[red]{n.namespace} missing[/]"
         counts = (str(rx), str(tx), str(drops)) if n.agent_alive else ("", "", "")
-        table.add_row(n.name, n.kind, ns, agent, *counts)
+        scale = n.counters.get("time_scale")
+        table.add_row(n.name, n.kind, ns, agent, "" if scale is None else f"{scale:g}",
+                      *counts, _fidelity_cell(n.counters.get("fidelity")))
     console.print(table)
     wires = Table(title="links")
     for col in ("a", "b", "mtu", "state"):
@@ -83,6 +86,16 @@ def status(c, name=""):
         console.print("drops by reason: " + ", ".join(f"{r} {v}" for r, v in sorted(drops.items())))
     if any(n.agent_alive is False or not n.namespace_present for n in nodes):
         raise Exit("rocelab: lab is degraded (see the table)", code=1)
+
+
+def _fidelity_cell(verdict: dict | None) -> str:
+    """ok, or LOST with the first reason (the emulation did not keep up)."""
+    if verdict is None:
+        return ""
+    if verdict["ok"]:
+        return "[green]ok[/]"
+    more = len(verdict["problems"]) - 1
+    return f"[red]LOST[/] {verdict['problems'][0]}" + (f" (+{more} more)" if more else "")
 
 
 @task(help={"name": "lab name (default: the only running lab)"})

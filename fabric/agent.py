@@ -1,10 +1,16 @@
 """The switch agent: the I/O shell around the pure model.
 
 It owns what the model must not: AF_PACKET sockets on the switch's ports, the clock, timers
-and a control socket. Every frame read from a port goes through ``Switch.receive`` and
-whatever the model returns is written out. Run inside the switch's network namespace:
+and a control socket. Every frame read from a port goes through ``Switch.receive``; what
+the model returns (PFC) is written out at once; forwarded frames leave when their port's
+scheduler releases them (``Switch.dequeue``), paced at speed / S. The loop sleeps until
+the earliest of: a frame arriving, a backlogged port's next send time, the next tick.
+``select.select`` rather than epoll: epoll rounds timeouts up to whole milliseconds, longer
+than a frame time at the emulated rate (machine-facts.md). Run inside the switch's network
+namespace:
 
-    python -m fabric.agent --config config_db.json --name leaf1 --control /run/.../leaf1.sock
+    python -m fabric.agent --config config_db.json --name leaf1 --control /run/.../leaf1.sock \
+        --ports eth1,eth2 --time-scale 3000
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import time
 from pathlib import Path
 
 from fabric import afpacket
+from fabric.client import fidelity
 from fabric.config import ConfigError, load, port_name
 from fabric.model.switch import Switch
 
@@ -66,7 +73,7 @@ class Agent:
         self.switch = switch
         self.ports = ports
         self.control_path = control_path
-        self.sel = selectors.DefaultSelector()
+        self.sel = selectors.SelectSelector()
         self.running = True
         self.started = time.monotonic()
         for port in ports.values():
@@ -81,8 +88,7 @@ class Agent:
     def run(self) -> None:
         next_tick = time.monotonic() + TICK_S
         while self.running:
-            timeout = max(0.0, next_tick - time.monotonic())
-            for key, _ in self.sel.select(timeout):
+            for key, _ in self.sel.select(self.timeout(next_tick)):
                 what, obj = key.data
                 if what == "port":
                     self.drain(obj)
@@ -91,10 +97,21 @@ class Agent:
                 else:
                     self.serve(key.fileobj)
             now = time.monotonic()
+            self.pump(now)
             if now >= next_tick:
                 self.transmit(self.switch.tick(now))
                 next_tick = now + TICK_S
         self.close()
+
+    def timeout(self, next_tick: float) -> float:
+        """Seconds until the next tick or the earliest send time of a backlogged port."""
+        wake = next_tick
+        next_send_time = self.switch.next_send_time
+        for port in self.switch.backlogged():
+            at = next_send_time(port)
+            if at is not None and at < wake:
+                wake = at
+        return max(0.0, wake - time.monotonic())
 
     def drain(self, port: Port) -> None:
         receive, transmit = self.switch.receive, self.transmit
@@ -104,6 +121,15 @@ class Agent:
                 return
             if frame:
                 transmit(receive(port.name, frame, time.monotonic()))
+
+    def pump(self, now: float) -> None:
+        """Send every frame whose time has come, then the XONs their departure raised."""
+        dequeue = self.switch.dequeue
+        for name in self.switch.backlogged():
+            port = self.ports[name]
+            while (frame := dequeue(name, now)) is not None:
+                port.write(frame)
+        self.transmit(self.switch.take_control())
 
     def transmit(self, out: list[tuple[str, bytes]]) -> None:
         for name, frame in out:
@@ -144,6 +170,7 @@ class Agent:
                 entry["iface"] = port.iface
                 entry["kernel_rx_drops"] = port.poll_kernel_drops()
                 entry["tx_errors"] = port.tx_errors
+            counters["fidelity"] = fidelity(counters)
             return {"ok": True, "counters": counters}
         if cmd == "port":
             port, up = request.get("port"), request.get("up")
@@ -167,9 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--control", required=True, help="unix socket path for fabric.client")
     parser.add_argument("--ports", required=True,
                         help="comma list of wired interfaces (eth1,eth2,...)")
+    parser.add_argument("--time-scale", type=float, default=None, metavar="S",
+                        help="run every port at speed / S (default: unpaced, infinite rate)")
     args = parser.parse_args(argv)
+    if args.time_scale is not None and args.time_scale <= 0:
+        parser.error("--time-scale must be positive")
     try:
-        switch = Switch(load(args.config))
+        switch = Switch(load(args.config), time_scale=args.time_scale)
     except ConfigError as e:
         print(f"{args.name}: {e}", file=sys.stderr)
         return 2
@@ -187,8 +218,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    print(f"{args.name}: forwarding on {', '.join(p.iface for p in ports.values())}",
-          flush=True)
+    print(f"{args.name}: forwarding on {', '.join(p.iface for p in ports.values())}, "
+          f"time scale {args.time_scale or 'none (unpaced)'}", flush=True)
     agent.run()
     return 0
 

@@ -39,3 +39,26 @@ class AgentClient:
 
     def set_port(self, port: str, up: bool) -> None:
         self.request("port", port=port, up=up)
+
+
+def fidelity(counters: dict) -> dict:
+    """Whether the emulation kept up, from a switch's counters (congestion.md, "Keeping a
+    real-time emulation honest"): ``{"ok": bool, "problems": [...]}``. A problem is a frame
+    the kernel dropped under a port (a wire loss), a lossless PG that took more bytes after
+    XOFF than its headroom holds, or a paced port whose p99 lateness exceeds one MTU-sized
+    frame time (it did not dequeue at size/rate intervals)."""
+    problems = []
+    paced = counters.get("time_scale") is not None
+    for name, port in counters.get("ports", {}).items():
+        if port.get("kernel_rx_drops"):
+            problems.append(f"{name}: {port['kernel_rx_drops']} frames dropped in the kernel")
+        block = port.get("fidelity", {})
+        for use in block.get("headroom", []):
+            if not use["within"]:
+                problems.append(f"{name} PG {use['pg']}: {use['after_xoff_max']} B after XOFF "
+                                f"> headroom {use['headroom']} B")
+        late = block.get("lateness", {})
+        if paced and late.get("count") and late["p99_s"] > block["mtu_frame_s"]:
+            problems.append(f"{name}: p99 lateness {late['p99_s'] * 1e3:.2f} ms > one MTU "
+                            f"frame ({block['mtu_frame_s'] * 1e3:.2f} ms)")
+    return {"ok": not problems, "problems": problems}

@@ -27,6 +27,7 @@ class AgentState(BaseModel):
     pid: int
     control: str  # unix socket path
     log: str
+    time_scale: float | None = None  # S: ports run at speed / S (None: unpaced)
 
 
 class LabState(BaseModel):

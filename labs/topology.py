@@ -17,6 +17,13 @@ import yaml
 from fabric.config import ConfigError, SwitchConfig, port_name
 from fabric.config import load as load_switch_config
 
+# The lab's time scale S: every port runs at speed / S and data-plane time constants
+# stretch by S (DESIGN.md, "Time scale"). A node label, lab-wide when set in
+# topology.defaults.labels. The default keeps a 100G frame of 1 KB at ~0.25 ms on the wire,
+# above the ~0.1-0.3 ms timer granularity of this kind of machine (machine-facts.md), so a
+# switch paces every frame on time on 2 cores.
+TIME_SCALE_LABEL = "rocelab.time-scale"
+DEFAULT_TIME_SCALE = 3000.0
 SWITCH_KINDS = {"sonic-vs"}
 HOST_KINDS = {"linux"}
 SONIC_CONFIG_TARGET = "/etc/sonic/config_db.json"
@@ -72,6 +79,7 @@ class Node:
     env: dict[str, str] = field(default_factory=dict)
     config_path: Path | None = None  # a switch's config_db.json
     config: SwitchConfig | None = None  # parsed and validated
+    time_scale: float = DEFAULT_TIME_SCALE  # label rocelab.time-scale
 
     @property
     def is_switch(self) -> bool:
@@ -240,9 +248,11 @@ class _Loader:
             if not (self.dir / source).exists():
                 raise self.error(f"{where}.binds[{i}]", f"{source}: no such file or folder "
                                  f"(relative paths resolve against {self.dir})")
+        labels = merged("labels")
         return Node(name=name, kind=kind, image=image,
                     exec=self.strings(first("exec"), f"{where}.exec"), binds=binds,
-                    labels=merged("labels"), env=merged("env"),
+                    labels=labels, env=merged("env"),
+                    time_scale=self.time_scale(labels, f"{where}.labels"),
                     config_path=self.config_path(where, kind, binds, first("startup-config")))
 
     def config_path(self, where: str, kind: str, binds: tuple[str, ...],
@@ -261,6 +271,19 @@ class _Loader:
             return path.resolve()
         raise self.error(where, f"a {kind} switch needs its config_db.json: bind it to "
                          f"{SONIC_CONFIG_TARGET} (binds) or name it in startup-config")
+
+    def time_scale(self, labels: dict[str, str], where: str) -> float:
+        text = labels.get(TIME_SCALE_LABEL)
+        if text is None:
+            return DEFAULT_TIME_SCALE
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not 0 < value < float("inf"):
+            raise self.error(f"{where}.{TIME_SCALE_LABEL}",
+                             f"{text!r} is not a positive number (ports run at speed / S)")
+        return value
 
     def links(self, raw: Any, nodes: dict[str, Node]) -> tuple[Link, ...]:
         if raw is None:

@@ -11,10 +11,11 @@ a virtual-time runtime.
   PORT_QOS_MAP, per port with ``global`` fallback, precomputed into lookup lists.
 - ``bridge``: per-VLAN learning bridge (FDB with aging, egress tagging).
 - ``router``: L3 interfaces, routing table with ECMP, ARP neighbours and their timers.
-- ``switch``: ``Switch``, which ties them together behind ``receive``/``tick``.
-- Lossless stages, tested on their own and wired into ``Switch`` next: ``buffers`` (ingress
-  admission per PG, XOFF/XON, headroom), ``wred`` (ECN marking), ``scheduler`` (paced
-  STRICT/DWRR), ``pause`` (received and sent PFC), ``watchdog`` (PFC storms).
+- lossless stages, each tested on its own: ``buffers`` (ingress admission per PG,
+  XOFF/XON, headroom), ``wred`` (ECN marking), ``scheduler`` (paced STRICT/DWRR), ``pause``
+  (received and sent PFC), ``watchdog`` (PFC storms), and ``egress`` (one port's queues,
+  scheduler, received pauses, WRED and watchdogs together).
+- ``switch``: ``Switch``, which ties them together behind ``receive``/``dequeue``/``tick``.
 """
 from fabric.model.switch import Switch
 

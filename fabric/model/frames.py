@@ -1,4 +1,5 @@
-"""Wire formats the switch reads and writes: Ethernet, 802.1Q, IPv4, ARP and ICMP.
+"""Wire formats the switch reads and writes: Ethernet, 802.1Q, IPv4, ARP, ICMP and MAC
+control (PFC, PAUSE).
 
 Parsing is done with precompiled ``struct`` layouts read straight out of the received
 ``bytes`` (``unpack_from``, no copies, no per-packet objects): the forwarding hot path
@@ -38,6 +39,10 @@ ICMP_PARAMETER_PROBLEM = 12
 ICMP_ERROR_TYPES = frozenset({ICMP_DEST_UNREACHABLE, 4, ICMP_REDIRECT, ICMP_TIME_EXCEEDED,
                               ICMP_PARAMETER_PROBLEM})
 
+# MAC control opcodes
+MAC_CONTROL_PAUSE = 0x0001  # 802.3x: every priority
+MAC_CONTROL_PFC = 0x0101  # 802.1Qbb: per priority
+
 ARP_REQUEST = 1
 ARP_REPLY = 2
 
@@ -59,6 +64,8 @@ IPV4_HEADER = struct.Struct("!BBHHHBBHII")  # ver/ihl tos len id frag ttl proto 
 ARP_IPV4 = struct.Struct("!HHBBH6sI6sI")  # htype ptype hlen plen op sha spa tha tpa
 ICMP_HEADER = struct.Struct("!BBH")  # type code checksum
 TTL_PROTO_CSUM = struct.Struct("!BBH")
+MAC_CONTROL = struct.Struct("!HH")  # opcode, then PAUSE quanta or the PFC class-enable vector
+PFC_TIMES = struct.Struct("!8H")  # PFC: pause quanta of priorities 0..7
 U16 = struct.Struct("!H")
 U32 = struct.Struct("!I")
 
@@ -261,3 +268,32 @@ def icmp_error(icmp_type: int, code: int, original: bytes, limit: int = 576) -> 
     """An ICMP error quoting ``original`` (an IPv4 packet) as RFC 1812 4.3.2.3 asks:
     as much of it as fits in a ``limit``-byte IP datagram (20 IP + 8 ICMP bytes + quote)."""
     return icmp_message(icmp_type, code, b"\x00\x00\x00\x00" + original[:limit - 28])
+
+
+# --- MAC control: PFC and PAUSE -------------------------------------------------------------
+
+def pfc_frame(src: bytes, quanta: dict[int, int]) -> bytes:
+    """An 802.1Qbb PFC frame from ``src`` pausing each priority of ``quanta`` for its quanta
+    (0 resumes), padded to 60 bytes; the other classes are left out of the enable vector."""
+    vector = 0
+    for priority in quanta:
+        vector |= 1 << priority
+    frame = (PFC_MAC + src + ETHERTYPE.pack(ETH_P_MAC_CONTROL)
+             + MAC_CONTROL.pack(MAC_CONTROL_PFC, vector)
+             + PFC_TIMES.pack(*(quanta.get(p, 0) for p in range(8))))
+    return frame + bytes(MIN_FRAME_LEN - len(frame))
+
+
+def parse_mac_control(frame: bytes, offset: int) -> tuple[int, dict[int, int]] | None:
+    """A MAC control frame whose opcode starts at ``offset``: ``(MAC_CONTROL_PFC,
+    {priority: quanta})`` for the enabled classes (empty for a vector of 0),
+    ``(MAC_CONTROL_PAUSE, {0: quanta})``, or None for any other or truncated frame."""
+    if len(frame) < offset + MAC_CONTROL.size:
+        return None
+    opcode, field = MAC_CONTROL.unpack_from(frame, offset)
+    if opcode == MAC_CONTROL_PAUSE:
+        return opcode, {0: field}
+    if opcode != MAC_CONTROL_PFC or len(frame) < offset + 4 + PFC_TIMES.size:
+        return None
+    times = PFC_TIMES.unpack_from(frame, offset + 4)
+    return opcode, {p: times[p] for p in range(8) if field >> p & 1}

@@ -11,6 +11,9 @@ from fabric.model.counters import PortCounters
 
 if TYPE_CHECKING:
     from fabric.model.bridge import VlanBridge
+    from fabric.model.buffers import PgBuffer
+    from fabric.model.egress import EgressPort
+    from fabric.model.pause import PfcSender
     from fabric.model.classify import PortClassifier
     from fabric.model.router import L3Interface
 
@@ -24,7 +27,8 @@ class PortState:
     """One port of the switch, as the forwarding path sees it."""
 
     __slots__ = ("name", "up", "mtu", "role", "native_vlan", "vlans", "interface", "qos",
-                 "by_dscp", "by_prio", "queue_of", "counters")
+                 "by_dscp", "by_prio", "queue_of", "counters", "egress", "pgs", "pfc",
+                 "pfc_tx")
 
     def __init__(self, name: str, up: bool, mtu: int, qos: PortClassifier) -> None:
         self.name = name
@@ -42,6 +46,11 @@ class PortState:
         self.by_prio = qos.by_prio
         self.queue_of = qos.queue_of
         self.counters = PortCounters()
+        # the lossless pipeline, attached by the Switch once every port exists
+        self.egress: EgressPort | None = None  # queues, scheduler, received pauses, WRED
+        self.pgs: list[PgBuffer] = []  # ingress buffer of each PG
+        self.pfc: list[PfcSender | None] = []  # per PG: the PFC it sends (lossless PGs)
+        self.pfc_tx = [0] * 8  # PFC frames sent, per priority
 
     def __repr__(self) -> str:
         return f"<PortState {self.name} {self.role} {'up' if self.up else 'down'}>"

@@ -136,6 +136,7 @@ class PortScheduler:
     def __init__(self, rate_bps: float, queues: Sequence[Discipline], max_frame_bytes: int,
                  gate: Gate | None = None) -> None:
         self.rate_bps = rate_bps
+        self.packets = 0  # frames queued, all queues: is the port backlogged?
         self.free_at = 0.0  # when the wire finishes the last frame released
         self.lateness = Lateness()
         self._gate = gate
@@ -158,6 +159,7 @@ class PortScheduler:
         q = self._queues[queue]
         q.entries.append((frame, meta, now))
         q.depth += len(frame)
+        self.packets += 1
 
     def depth_bytes(self, queue: int) -> int:
         return self._queues[queue].depth
@@ -169,6 +171,7 @@ class PortScheduler:
         """Empty a queue and return what it held (the watchdog's drop action)."""
         q = self._queues[queue]
         dropped = [(frame, meta) for frame, meta, _ in q.entries]
+        self.packets -= len(dropped)
         q.entries.clear()
         q.depth = 0
         q.deficit = 0
@@ -203,6 +206,7 @@ class PortScheduler:
             return None
         frame, meta, enqueued = q.entries.popleft()
         q.depth -= len(frame)
+        self.packets -= 1
         start = max(self.free_at, enqueued)
         if self._gate is not None:
             start = max(start, self._gate(q.index))

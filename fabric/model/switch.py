@@ -1,54 +1,90 @@
-"""The switch: ingress classification, bridge or router, egress; counters.
+"""The switch: ingress classification and admission, bridge or router, egress queues
+paced at the port's emulated rate, PFC both ways; counters.
 
 ``Switch`` is what the agent drives::
 
-    switch = Switch(config)
-    for port, frame in switch.receive("Ethernet8", frame, now): send(port, frame)
-    for port, frame in switch.tick(now): send(port, frame)     # every ~100 ms
+    switch = Switch(config, time_scale=S)
+    send_now(switch.receive("Ethernet8", frame, now))   # PFC frames: out at once
+    for port in switch.backlogged():                     # when next_send_time(port) has come
+        while (frame := switch.dequeue(port, now)) is not None: send(port, frame)
+    send_now(switch.take_control())                      # XON PFC raised by those dequeues
+    send_now(switch.tick(now))                           # every ~100 ms: timers
 
 Frames go in and out as complete Ethernet frames with any 802.1Q tag inline; ports are
 SONiC names (``Ethernet0``). The pipeline of one frame:
 
-1. ingress (``_ingress``): admin state, MAC-control frames (PFC/PAUSE/LLDP: consumed,
-   never forwarded), the tag, classification into ``(tc, pg)`` (``classify``: DSCP for
-   IP, PCP otherwise, per the port's PORT_QOS_MAP) counted per PG, the port's role;
+1. ingress (``_ingress``): admin state; MAC-control frames (PFC/PAUSE/LLDP: consumed,
+   never forwarded; a PFC or PAUSE pauses this port's egress queues, ``pause``); the tag;
+   classification into ``(tc, pg)`` (``classify``) counted per PG; admission into the
+   (port, PG) ingress buffer (``buffers``): a drop there is the frame's disposition
+   (``headroom_exhausted``, ``lossy_limit``), and a PG crossing XOFF sends PFC out of this
+   port at once (``pause.PfcSender``);
 2. decide egress: the VLAN's bridge (``bridge.VlanBridge``) or, for frames to the router
    MAC on a routed port or an SVI, the router (``router.Router``). Both append
    ``(PortState, frame, (tc, pg))`` to a list and return a disposition (``counters``);
-3. transmit (``_transmit``): the egress stage. Today it picks the egress queue (the
-   egress port's TC -> queue map), counts tx per queue and hands the frames back; the
-   rest of the QoS pipeline (buffers/PFC, WRED/ECN, scheduling) slots in here, between
-   the forwarding decision and the wire.
+3. egress (``_transmit``): the egress port's TC -> queue map picks the queue; WRED/ECN on
+   the queue depth marks CE or drops (``egress``); the frame waits in the port's
+   ``PortScheduler`` until ``dequeue`` releases it at the port's rate (speed / S), which
+   also frees its ingress buffer bytes and may send XON (PFC quanta 0).
 
-Tx counters count the frames the model returns: the agent must send every one of them.
+Control frames the switch sends (PFC) bypass the queues: ``receive``, ``tick`` and
+``take_control`` return them for immediate transmission. Frames the switch originates
+(ARP, ICMP) take queue 7 like everything else. Tx counters count dequeued frames.
+
+With ``time_scale=None`` the ports run at an infinite rate: ``receive`` and ``tick``
+return the forwarded frames themselves at once (pauses last no time). That is the
+forwarding model alone, for tests and tools that do not care about time.
 
 The model is pure: no sockets, threads or clock; ``now`` (seconds, any epoch) is an
-argument, so timers (FDB aging, ARP retries) run on whatever clock the caller uses.
+argument, so timers (FDB aging, ARP retries, pauses, pacing) run on the caller's clock.
 """
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
+
 from fabric.config import SwitchConfig
+from fabric.model.buffers import IngressBuffers, PgBuffer
 from fabric.model.bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier
 from fabric.model.counters import (
     FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC, PORT_DOWN, PORT_UNCONFIGURED, TO_CPU,
     VLAN_NOT_MEMBER, CpuCounters, drop_totals,
 )
+from fabric.model.egress import PFC_WD_DROP, EgressPort
 from fabric.model.frames import (
-    BROADCAST_MAC, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6, ETH_P_MAC_CONTROL,
-    LINK_LOCAL_PREFIX, mac_bytes, mac_text,
+    BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6,
+    ETH_P_MAC_CONTROL, LINK_LOCAL_PREFIX, MAC_CONTROL_PFC, mac_bytes, mac_text,
+    parse_mac_control, pfc_frame,
 )
+from fabric.model.pause import PfcSender
 from fabric.model.ports import ROUTED, SWITCHED, PortState
 from fabric.model.router import L3Interface, Router
 
 FDB_SWEEP_INTERVAL_S = 1.0
 
 
+class Charge:
+    """The ingress buffer bytes one received frame holds until its last copy leaves."""
+
+    __slots__ = ("buffer", "nbytes", "cls", "copies")
+
+    def __init__(self, buffer: PgBuffer, nbytes: int, cls: tuple) -> None:
+        self.buffer = buffer
+        self.nbytes = nbytes
+        self.cls = cls  # the forwarded copies carry this very classification tuple
+        self.copies = 0
+
+
 class Switch:
     """One emulated switch built from its SONiC configuration."""
 
-    def __init__(self, config: SwitchConfig) -> None:
+    def __init__(self, config: SwitchConfig, time_scale: float | None = None,
+                 rand: Callable[[], float] = random.random) -> None:
+        """``time_scale``: the lab's S (ports run at speed / S); None for infinite rate.
+        ``rand``: WRED's uniform draw in [0, 1), injectable for exact tests."""
         self.hostname = config.hostname
+        self.time_scale = time_scale
         self.router_mac = mac_bytes(config.mac)
         self._ports: dict[str, PortState] = {
             name: PortState(name, port.admin_up, port.mtu,
@@ -78,6 +114,15 @@ class Switch:
                               self.cpu)
         self._now = 0.0
         self._next_sweep = 0.0
+        self._buffers = IngressBuffers.from_config(config.qos, self._ports)
+        for name, port in self._ports.items():
+            port.egress = EgressPort(config.qos, config.ports[name], time_scale, rand)
+            port.pgs = [self._buffers.pg(name, pg) for pg in range(8)]
+            port.pfc = [PfcSender(b.priorities, port.egress.rate_bps) if b.lossless else None
+                        for b in port.pgs]
+        self._backlogged: dict[str, PortState] = {}  # ports with frames queued
+        self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
+        self._charge: Charge | None = None  # the frame being received holds these bytes
 
     def _port(self, name: str, where: str) -> PortState:
         port = self._ports.get(name)
@@ -109,7 +154,9 @@ class Switch:
     # --- the agent's API -------------------------------------------------------------------
 
     def receive(self, port: str, frame: bytes, now: float) -> list[tuple[str, bytes]]:
-        """One frame arrived on ``port``; returns the frames to transmit, as (port, frame).
+        """One frame arrived on ``port``; returns the frames to transmit now, as (port,
+        frame): PFC (and, unpaced, the forwarded frames). Forwarded frames wait in their
+        egress queue for ``dequeue``.
 
         Every frame gets a disposition on ``port``'s counters (see ``counters``). A port
         missing from the PORT table is the caller's bug: KeyError.
@@ -118,16 +165,21 @@ class Switch:
         if state is None:
             raise KeyError(f"{self.hostname}: no port {port!r} in the PORT table")
         self._now = now
+        self._charge = None
         out: list[tuple[PortState, bytes, tuple]] = []
         disposition = self._ingress(state, frame, now, out)
         if disposition is FORWARDED:
             state.counters.forwarded += 1
         else:
             state.counters.count(disposition)
-        return self._transmit(state, out, now) if out else []
+        charge, self._charge = self._charge, None
+        if out or charge is not None:
+            self._transmit(out, charge, now)
+        return self._take(now)
 
     def tick(self, now: float) -> list[tuple[str, bytes]]:
-        """Run timers up to ``now``: ARP retries, give-ups and re-probes, FDB aging."""
+        """Run timers up to ``now``: ARP retries, give-ups and re-probes, FDB aging, PFC
+        refreshes of PGs still in XOFF, PFC watchdog polls. Returns frames to send now."""
         self._now = now
         out: list[tuple[PortState, bytes, tuple]] = []
         self._router.tick(now, out)
@@ -135,7 +187,49 @@ class Switch:
             for bridge in self._vlans.values():
                 bridge.sweep(now)
             self._next_sweep = now + FDB_SWEEP_INTERVAL_S
-        return self._transmit(None, out, now)
+        self._transmit(out, None, now)
+        for port in self._ports.values():
+            for sender in port.pfc:
+                if sender is not None and sender.xoff:
+                    self._send_pfc(port, sender.tick(now))
+            for event in port.egress.poll(now, port.counters.queue_tx_packets):
+                if port.egress.watchdogs[event.queue].drops:
+                    self._flush(port, event.queue, now, PFC_WD_DROP)
+        return self._take(now)
+
+    def dequeue(self, port: str, now: float) -> bytes | None:
+        """The next frame ``port`` puts on the wire at ``now``, or None while its wire is
+        busy or nothing may be sent (see ``next_send_time``). Frees the frame's ingress
+        buffer bytes, which may resume a PG: its XON is in ``take_control``."""
+        self._now = now
+        state = self._ports[port]
+        scheduler = state.egress.scheduler
+        got = scheduler.dequeue(now)
+        if got is None:
+            return None
+        frame, charge, queue = got
+        if not scheduler.packets:
+            self._backlogged.pop(port, None)
+        counters = state.counters
+        counters.queue_tx_packets[queue] += 1
+        counters.queue_tx_bytes[queue] += len(frame)
+        if charge is not None:
+            self._discharge(charge, now)
+        return frame
+
+    def next_send_time(self, port: str) -> float | None:
+        """When ``port`` can send its next frame (None: nothing queued). A paused queue
+        counts from the end of its pause."""
+        return self._ports[port].egress.scheduler.next_send_time()
+
+    def backlogged(self) -> list[str]:
+        """The ports with frames queued (the only ones worth a ``next_send_time``)."""
+        return list(self._backlogged)
+
+    def take_control(self) -> list[tuple[str, bytes]]:
+        """The PFC frames raised since the last call (XON after ``dequeue``): send now."""
+        control, self._control = self._control, []
+        return control
 
     def set_port_up(self, port: str, up: bool) -> None:
         """Admin (or link) state change: a down port neither receives nor transmits, its
@@ -150,6 +244,8 @@ class Switch:
         if not up:
             for bridge in state.vlans.values():
                 bridge.flush_port(state)
+            for queue in range(8):  # a dead wire sends nothing: the queues are lost
+                self._flush(state, queue, self._now, PORT_DOWN)
         self._router.rebuild()
 
     def classify(self, port: str, frame: bytes,
@@ -175,8 +271,7 @@ class Switch:
         of each field; ``drops`` totals ports and cpu; ages are relative to the last
         ``now`` the switch was given."""
         now = self._now
-        ports = {name: {"admin_up": p.up, "role": p.role, **p.counters.as_dict()}
-                 for name, p in self._ports.items()}
+        ports = {name: self._port_counters(p, now) for name, p in self._ports.items()}
         cpu = self.cpu.as_dict()
         fdb = [{"vlan": b.name, "vid": b.vid, "mac": mac_text(mac), "port": port.name,
                 "age": round(now - seen, 3)}
@@ -186,7 +281,10 @@ class Switch:
             "time": now,
             "ports": ports,
             "cpu": cpu,
-            "drops": drop_totals(*(p["drops"] for p in ports.values()), cpu["drops"]),
+            "drops": drop_totals(*(p["drops"] for p in ports.values()),
+                                 *(p["egress_drops"] for p in ports.values()), cpu["drops"]),
+            "time_scale": self.time_scale,
+            "pools": {name: pool.as_dict() for name, pool in self._buffers.pools.items()},
             "fdb": fdb,
             "arp": self._router.arp_table(now),
             "routes": self._router.route_table(),
@@ -194,6 +292,29 @@ class Switch:
                                                          for p, m in b.members}}
                       for b in self._vlans.values()},
         }
+
+    def _port_counters(self, port: PortState, now: float) -> dict:
+        """One port's counters: dispositions, per-PG buffer state, per-queue egress state,
+        PFC both ways, and the fidelity figures (scheduler lateness, headroom use)."""
+        entry = {"admin_up": port.up, "role": port.role, **port.counters.as_dict()}
+        egress = port.egress.as_dict(now)
+        for pg, buffer in enumerate(port.pgs):
+            entry["pgs"][str(pg)].update(buffer.as_dict(now))
+        for queue, fields in egress.pop("queues").items():
+            entry["queues"][queue].update(fields)
+        entry.update(egress)
+        entry["pfc_tx"] = list(port.pfc_tx)
+        entry["ecn_marked"] = sum(port.egress.ecn_marked)
+        entry["egress_drops"] = port.egress.drop_totals()
+        scheduler = port.egress.scheduler
+        mtu_frame = port.mtu + ETH_HEADER_LEN
+        entry["fidelity"] = {
+            "lateness": scheduler.lateness.as_dict(),
+            "mtu_frame_s": mtu_frame * 8 / scheduler.rate_bps,
+            "headroom": [{**use._asdict(), "within": use.within}
+                         for use in self._buffers.headroom_use() if use.port == port.name],
+        }
+        return entry
 
     # --- pipeline ----------------------------------------------------------------------------
 
@@ -208,6 +329,7 @@ class Switch:
             return port.counters.unclassified(MALFORMED, size)
         if frame[0] & 1 and frame.startswith(LINK_LOCAL_PREFIX) and frame[5] < 0x10:
             # PFC, PAUSE, LLDP, STP...: link-local, never bridged
+            self._mac_control_in(port, frame, now)
             return port.counters.unclassified(MAC_CONTROL, size)
         ethertype = frame[12] << 8 | frame[13]
         if ethertype == ETH_P_8021Q:
@@ -219,6 +341,7 @@ class Switch:
         else:
             off, vid, prio = 14, 0, 0
         if ethertype == ETH_P_MAC_CONTROL:  # MAC control to any address (e.g. unicast PAUSE)
+            self._mac_control_in(port, frame, now)
             return port.counters.unclassified(MAC_CONTROL, size)
         # classification (classify.PortClassifier.classify, inlined): DSCP for IP when the
         # port has a DSCP map, else the tag's PCP (prio is PCP << 1 | DEI, 0 untagged)
@@ -235,6 +358,13 @@ class Switch:
         pg = cls[1]
         counters.pg_rx_packets[pg] += 1
         counters.pg_rx_bytes[pg] += size
+        buffer = port.pgs[pg]
+        admission = buffer.admit(size, now)
+        if admission.xoff:
+            self._send_pfc(port, port.pfc[pg].set_xoff(now))
+        if not admission.accepted:
+            return admission.verdict
+        self._charge = Charge(buffer, size, cls)
         role = port.role
         if role is SWITCHED:
             return self._switched_in(port, frame, ethertype, off, vid, prio, cls, now, out)
@@ -281,23 +411,86 @@ class Switch:
             return self._router.arp_in(port.interface, port, frame, off, prio, out, now)
         return NOT_ROUTER_MAC
 
-    def _transmit(self, ingress: PortState | None, out: list[tuple[PortState, bytes, tuple]],
-                  now: float) -> list[tuple[str, bytes]]:
+    def _mac_control_in(self, port: PortState, frame: bytes, now: float) -> None:
+        """A PFC or PAUSE frame pauses (or resumes) this port's egress queues; a PFC
+        class-enable vector of 0 does nothing (``pause.PauseState``)."""
+        off = 18 if frame[12] << 8 | frame[13] == ETH_P_8021Q else 14
+        if len(frame) < off or frame[off - 2] << 8 | frame[off - 1] != ETH_P_MAC_CONTROL:
+            return
+        parsed = parse_mac_control(frame, off)
+        if parsed is None:
+            return
+        opcode, quanta = parsed
+        if opcode == MAC_CONTROL_PFC:
+            port.egress.pause.on_pfc(quanta, now)
+        else:
+            port.egress.pause.on_pause(quanta[0], now)
+
+    def _send_pfc(self, port: PortState, quanta: dict[int, int]) -> None:
+        """Queue a PFC frame out of ``port`` for immediate transmission (control frames
+        bypass the queues), counted per priority."""
+        if not quanta or not port.up:
+            return
+        self._control.append((port.name, pfc_frame(self.router_mac, quanta)))
+        for priority in quanta:
+            port.pfc_tx[priority] += 1
+
+    def _transmit(self, out: list[tuple[PortState, bytes, tuple]], charge: Charge | None,
+                  now: float) -> None:
         """The egress stage: every frame the forwarding decided to send passes here, with
         its ingress classification ``(tc, pg)`` (``CPU_CLASS`` for what the switch
-        originated), the port it came in on (None for timer-driven frames) and the time.
-
-        Today: pick the egress queue (the egress port's TC -> queue map; queue 7 for
-        originated frames), count tx per queue and return the frames for the agent to send.
-        This is where the rest of the QoS pipeline (ingress admission/PFC toward the
-        frame's PG on ``ingress`` -> egress queue/WRED -> scheduler releasing frames on
-        receive/tick) will sit.
-        """
-        sent = []
+        originated). The copies of the received frame (those carrying its ``charge.cls``)
+        hold its ingress buffer bytes until the last one leaves; with no copy left (held
+        for ARP, consumed, flooded nowhere) the bytes are freed at once. Frames released
+        from elsewhere (ARP resolved, originated) hold nothing."""
+        if charge is not None:
+            charge.copies = sum(1 for entry in out if entry[2] is charge.cls)
+            if not charge.copies:
+                charge.copies = 1
+                self._discharge(charge, now)
         for port, frame, cls in out:
+            held = charge if charge is not None and cls is charge.cls else None
             queue = CPU_QUEUE if cls is CPU_CLASS else port.queue_of[cls[0]]
-            counters = port.counters
-            counters.queue_tx_packets[queue] += 1
-            counters.queue_tx_bytes[queue] += len(frame)
-            sent.append((port.name, frame))
+            egress = port.egress
+            admitted = egress.admit(queue, frame)
+            if admitted is None:
+                if held is not None:
+                    self._discharge(held, now)
+                continue
+            egress.scheduler.enqueue(queue, admitted, held, now)
+            egress.watermark(queue)
+            self._backlogged[port.name] = port
+
+    def _discharge(self, charge: Charge, now: float) -> None:
+        """One copy of a received frame left the switch; the last one frees its bytes,
+        and PGs that fall back to XON resume their upstream (PFC quanta 0)."""
+        charge.copies -= 1
+        if charge.copies:
+            return
+        buffer = charge.buffer
+        for resumed in self._buffers.release(buffer.port, buffer.pg, charge.nbytes, now):
+            port = self._ports[resumed.port]
+            self._send_pfc(port, port.pfc[resumed.pg].set_xon(now))
+
+    def _flush(self, port: PortState, queue: int, now: float, reason: str) -> None:
+        """Drop everything ``queue`` of ``port`` holds (watchdog drop action, port down)."""
+        dropped = port.egress.scheduler.flush(queue)
+        if not dropped:
+            return
+        port.egress.count_drop(reason, queue, len(dropped))
+        for _, charge in dropped:
+            if charge is not None:
+                self._discharge(charge, now)
+        if not port.egress.scheduler.packets:
+            self._backlogged.pop(port.name, None)
+
+    def _take(self, now: float) -> list[tuple[str, bytes]]:
+        """What goes on the wire now: the control frames, and unpaced (``time_scale``
+        None) every queued frame that may leave, with the XONs their departure raised."""
+        sent = self.take_control()
+        if self.time_scale is None:
+            for name in list(self._backlogged):
+                while (frame := self.dequeue(name, now)) is not None:
+                    sent.append((name, frame))
+            sent.extend(self.take_control())
         return sent

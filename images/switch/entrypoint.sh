@@ -7,6 +7,9 @@
 # present once their list has stopped changing for ROCELAB_SETTLE_S seconds. Either way the
 # wait is bounded by ROCELAB_PORT_WAIT_S.
 #
+# ROCELAB_TIME_SCALE (from the node's rocelab.time-scale label) paces the ports at speed / S;
+# without it the agent runs unpaced.
+#
 # The agent's control socket and log go to /run/rocelab (agent.sock, agent.log): rocelab binds
 # that folder from the lab's state folder, so lab.status and fabric.client reach the agent.
 set -eu
@@ -69,4 +72,5 @@ fi
 mkdir -p "$CONTROL_DIR"
 echo "rocelab-switch $NAME: ports $ports; agent log in $CONTROL_DIR/agent.log"
 exec python -m fabric.agent --config "$CONFIG" --name "$NAME" \
-    --control "$CONTROL_DIR/agent.sock" --ports "$ports" >>"$CONTROL_DIR/agent.log" 2>&1
+    --control "$CONTROL_DIR/agent.sock" --ports "$ports" \
+    ${ROCELAB_TIME_SCALE:+--time-scale "$ROCELAB_TIME_SCALE"} >>"$CONTROL_DIR/agent.log" 2>&1

@@ -66,6 +66,7 @@ IMAGES = {SWITCH_IMAGE: "switch", HOST_IMAGE: "host"}  # image -> its stage in D
 LOCAL_IMAGE_PREFIX = "rocelab-"  # built here by image.build, never pulled
 AGENT_DIR = "/run/rocelab"  # in the switch container: agent.sock and agent.log
 PORTS_ENV = "ROCELAB_PORTS"  # the ports the switch container waits for before it starts
+TIME_SCALE_ENV = "ROCELAB_TIME_SCALE"  # the agent's --time-scale (label rocelab.time-scale)
 # Where an exported SONiC-VS node finds its config before loading it (see portable_document).
 SONIC_STAGED_CONFIG = "/etc/sonic/rocelab/config_db.json"
 PORT_INIT_DONE = "PORT_TABLE:PortInitDone"  # APPL_DB key: SONiC's ports are initialised
@@ -355,7 +356,8 @@ def _as_rocelab_switch(spec: dict, topo: Topology, node: Node, version: str) -> 
     SONiC's supervisord in it."""
     spec["kind"] = "linux"
     spec["image"] = f"{SWITCH_IMAGE}:{version}"
-    spec["env"] = {**(spec.get("env") or {}), PORTS_ENV: ",".join(topo.interfaces(node.name))}
+    spec["env"] = {**(spec.get("env") or {}), PORTS_ENV: ",".join(topo.interfaces(node.name)),
+                   TIME_SCALE_ENV: f"{node.time_scale:g}"}
 
 
 def _set_binds(spec: dict, binds: list[str]) -> None:

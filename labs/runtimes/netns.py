@@ -176,14 +176,16 @@ class NetnsRuntime:
             argv = in_namespace(ns, [sys.executable, "-m", "fabric.agent",
                                      "--config", str(node.config_path), "--name", node.name,
                                      "--control", str(control),
-                                     "--ports", ",".join(topo.interfaces(node.name))])
+                                     "--ports", ",".join(topo.interfaces(node.name)),
+                                     "--time-scale", str(node.time_scale)])
             env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
             with open(log, "wb") as out:
                 proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, cwd=PROJECT_ROOT, env=env,
                                         start_new_session=True)
             state.agents[node.name] = AgentState(node=node.name, namespace=ns, pid=proc.pid,
-                                                 control=str(control), log=str(log))
+                                                 control=str(control), log=str(log),
+                                                 time_scale=node.time_scale)
             state.save()
         deadline = time.monotonic() + AGENT_START_TIMEOUT_S
         for agent in state.agents.values():

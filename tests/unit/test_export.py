@@ -91,7 +91,7 @@ def test_project_switch_nodes_export_as_the_switch_image(lab_copy):
         "nodes"]["leaf1"]
     assert leaf1["kind"] == "linux"
     assert leaf1["image"] == "rocelab-switch:1.2.3"
-    assert leaf1["env"] == {"ROCELAB_PORTS": "eth1,eth2,eth3,eth4"}
+    assert leaf1["env"] == {"ROCELAB_PORTS": "eth1,eth2,eth3,eth4", "ROCELAB_TIME_SCALE": "3000"}
     assert leaf1["binds"] == ["configs/leaf1/config_db.json:/etc/sonic/config_db.json:ro"]
     assert "exec" not in leaf1
 

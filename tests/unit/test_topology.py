@@ -151,3 +151,25 @@ def test_invalid_yaml_names_the_line(lab_copy):
     path.write_text("name: x\ntopology: [\n")
     with pytest.raises(TopologyError, match=r": line \d+: invalid YAML"):
         topology.load(path)
+
+
+def test_time_scale_label_lab_wide_or_per_node_with_a_default(lab_copy):
+    assert topology.load("roce-v2-leafspine").nodes["leaf1"].time_scale == \
+        topology.DEFAULT_TIME_SCALE
+
+    def edit(doc):
+        doc["topology"]["defaults"] = {"labels": {"rocelab.time-scale": "500"}}
+        doc["topology"]["nodes"]["spine1"]["labels"] = {"rocelab.time-scale": 1e4}
+
+    topo = topology.load(lab_copy(edit=edit))
+    assert topo.nodes["leaf1"].time_scale == 500.0
+    assert topo.nodes["spine1"].time_scale == 10000.0
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "fast", "inf"])
+def test_bad_time_scale_names_the_label(value, lab_copy):
+    def edit(doc):
+        doc["topology"]["nodes"]["leaf1"]["labels"] = {"rocelab.time-scale": value}
+
+    with pytest.raises(TopologyError, match=r"nodes\.leaf1\.labels\.rocelab\.time-scale"):
+        topology.load(lab_copy(edit=edit))

@@ -1,0 +1,149 @@
+"""One port's egress side: its eight queues and their scheduler, the pauses it received,
+WRED/ECN per queue and the PFC watchdog of its lossless queues, built from the config.
+
+The switch drives it: ``admit`` (WRED, watchdog drop) then ``PortScheduler.enqueue`` when a
+frame is forwarded to the port, ``PortScheduler.dequeue`` when the wire is free, ``poll`` on
+tick for the watchdog. Per-queue counters live here: ECN marks, WRED and watchdog drops, the
+depth watermark.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fabric.config import Port, Qos
+from fabric.model.classify import GLOBAL
+from fabric.model.counters import NUM_QUEUES
+from fabric.model.pause import NUM_PRIORITIES, PauseState
+from fabric.model.frames import ETH_HEADER_LEN, VLAN_TAG_LEN
+from fabric.model.scheduler import PortScheduler, disciplines, wire_rate_bps
+from fabric.model.watchdog import QueueWatchdog, WatchdogEvent
+from fabric.model.wred import DROP, MARK, NOT_ECT, Wred, ecn_field, mark_ce
+
+# Egress drop reasons (counted on the egress port, apart from the ingress dispositions).
+WRED_DROP = "wred"
+PFC_WD_DROP = "pfc_wd"
+
+
+def _port_field(qos: Qos, port: str, field: str):
+    """A PORT_QOS_MAP field of the port, or of ``global`` when the port leaves it empty."""
+    for key in (port, GLOBAL):
+        entry = qos.port_qos.get(key)
+        if entry is not None and getattr(entry, field):
+            return getattr(entry, field)
+    return None
+
+
+def queue_priorities(qos: Qos, port: str) -> list[tuple[int, ...]]:
+    """Per queue, the PFC priorities whose pause stops it (``pfc_to_queue_map``; identity
+    without one, as SAI maps priority p to queue p by default)."""
+    name = _port_field(qos, port, "pfc_to_queue_map")
+    mapping = qos.pfc_priority_to_queue[name] if name else {p: p for p in range(NUM_PRIORITIES)}
+    return [tuple(p for p, q in sorted(mapping.items()) if q == queue)
+            for queue in range(NUM_QUEUES)]
+
+
+class EgressPort:
+    """The queues of one port and what acts on them."""
+
+    __slots__ = ("name", "rate_bps", "pause", "scheduler", "wred", "watchdogs", "_prios",
+                 "ecn_marked", "dropped", "depth_peak", "rand")
+
+    def __init__(self, qos: Qos, port: Port, time_scale: float | None,
+                 rand: Callable[[], float]) -> None:
+        self.name = port.name
+        self.rate_bps = (float("inf") if time_scale is None
+                         else wire_rate_bps(port.speed_mbps, time_scale))
+        self.pause = PauseState(self.rate_bps)
+        self._prios = queue_priorities(qos, port.name)
+        self.scheduler = PortScheduler(self.rate_bps, disciplines(qos, port.name),
+                                       port.mtu + ETH_HEADER_LEN + VLAN_TAG_LEN, self.gate)
+        self.wred: list[Wred | None] = []
+        for queue in range(NUM_QUEUES):
+            entry = qos.queues.get((port.name, queue))
+            profile = entry.wred_profile if entry is not None else None
+            self.wred.append(Wred(qos.wred_profiles[profile]) if profile else None)
+        self.watchdogs: dict[int, QueueWatchdog] = {}
+        settings = qos.pfc_wd.get(port.name)
+        if settings is not None:
+            for priority in sorted(_port_field(qos, port.name, "pfc_enable") or ()):
+                for queue, prios in enumerate(self._prios):
+                    if priority in prios and queue not in self.watchdogs:
+                        self.watchdogs[queue] = QueueWatchdog(port.name, queue, settings,
+                                                              qos.pfc_wd_poll_interval_ms)
+        self.ecn_marked = [0] * NUM_QUEUES
+        self.dropped: dict[str, list[int]] = {}  # reason -> per queue
+        self.depth_peak = [0] * NUM_QUEUES
+        self.rand = rand
+
+    def gate(self, queue: int) -> float:
+        """Until when the pauses received on this port hold ``queue`` (the scheduler's gate)."""
+        until = 0.0
+        for priority in self._prios[queue]:
+            t = self.pause.until(priority)
+            if t > until:
+                until = t
+        return until
+
+    def admit(self, queue: int, frame: bytes) -> bytes | None:
+        """The frame as it enters ``queue`` (CE-marked if WRED selected an ECT frame), or
+        None when it is dropped (WRED on a Not-ECT frame, or the queue's watchdog drops)."""
+        watchdog = self.watchdogs.get(queue)
+        if watchdog is not None and watchdog.drops:
+            self.count_drop(PFC_WD_DROP, queue)
+            return None
+        wred = self.wred[queue]
+        if wred is not None:
+            depth = self.scheduler.depth_bytes(queue)
+            if depth >= wred.min_bytes:
+                verdict = wred.mark_or_drop(depth, ecn_field(frame) != NOT_ECT, self.rand())
+                if verdict is MARK:
+                    self.ecn_marked[queue] += 1
+                    frame = mark_ce(frame)
+                elif verdict is DROP:
+                    self.count_drop(WRED_DROP, queue)
+                    return None
+        return frame
+
+    def count_drop(self, reason: str, queue: int, n: int = 1) -> None:
+        """Frames lost on this port's egress (WRED, watchdog, port down), per queue."""
+        self.dropped.setdefault(reason, [0] * NUM_QUEUES)[queue] += n
+
+    def drop_totals(self) -> dict[str, int]:
+        return {reason: sum(per_queue) for reason, per_queue in sorted(self.dropped.items())}
+
+    def watermark(self, queue: int) -> None:
+        depth = self.scheduler.depth_bytes(queue)
+        if depth > self.depth_peak[queue]:
+            self.depth_peak[queue] = depth
+
+    def poll(self, now: float, tx_packets: list[int]) -> list[WatchdogEvent]:
+        """Run the watchdogs that are due; a storm stops (drop, forward) or a restoration
+        resumes honouring PFC on the queue's priorities."""
+        events = []
+        for queue, watchdog in self.watchdogs.items():
+            if now < watchdog.due:
+                continue
+            last_pfc = max((t for p in self._prios[queue]
+                            if (t := self.pause.last_pfc_rx[p]) is not None), default=None)
+            for event in watchdog.poll(now, self.scheduler.depth_bytes(queue),
+                                       tx_packets[queue], last_pfc):
+                for priority in self._prios[queue]:
+                    self.pause.ignore(priority, watchdog.ignores_pfc, now)
+                events.append(event)
+        return events
+
+    def as_dict(self, now: float) -> dict:
+        pause = self.pause
+        return {
+            "pfc_rx": list(pause.pfc_rx), "pause_rx": pause.pause_rx,
+            "paused_s": [pause.paused_seconds(p, now) for p in range(NUM_PRIORITIES)],
+            "queues": {str(q): {"depth_bytes": self.scheduler.depth_bytes(q),
+                                "depth_packets": self.scheduler.depth_packets(q),
+                                "watermark_bytes": self.depth_peak[q],
+                                "ecn_marked": self.ecn_marked[q],
+                                "dropped": {r: n[q] for r, n in self.dropped.items()}}
+                       for q in range(NUM_QUEUES)},
+            "watchdog": {str(q): {"action": w.action, "stormed": w.stormed,
+                                  "events": [e._asdict() for e in w.events]}
+                         for q, w in self.watchdogs.items()},
+        }

@@ -1,0 +1,232 @@
+"""The lossless pipeline wired into Switch, with exact times: ingress admission and PFC out
+of the ingress port (XOFF, refresh, XON), lossy PGs that drop and never pause, received PFC
+gating one egress queue, WRED/ECN, headroom exhaustion, pacing at speed / S.
+
+leaf1's real config_db.json, with the ingress pool shrunk so XOFF comes after a few hundred
+frames instead of megabytes: h2 (Ethernet12) sends to h1 (Ethernet8), bridged in Vlan100.
+"""
+from __future__ import annotations
+
+import json
+
+from fabric.config import parse
+from fabric.model import Switch
+from fabric.model.frames import (
+    ETH_P_IPV4, IPPROTO_UDP, PFC_MAC, ethernet_frame, ip_int, mac_bytes, parse_mac_control,
+    ipv4_packet, pfc_frame,
+)
+from fabric.model.pause import MAX_QUANTA, pause_seconds
+from fabric.model.wred import CE, ECT0, ecn_field
+from tests.unit.test_forwarding import H1, H1_IP, H2, H2_IP, LEAF1_JSON
+
+H1_PORT, H2_PORT = "Ethernet8", "Ethernet12"
+S = 1000.0
+RATE = 100e9 / S  # leaf1's ports are 100G
+POOL = 262144  # ingress pool, shrunk: a PG alone XOFFs at ~half of it
+FRAME = 1000  # bytes per test frame
+
+
+def leaf1(pool: int = POOL, headroom_pool: int | None = None,
+          pfc_enable: str | None = None, rand: float = 0.5) -> Switch:
+    data = json.loads(LEAF1_JSON.read_text())
+    data["BUFFER_POOL"]["ingress_lossless_pool"]["size"] = str(pool)
+    if headroom_pool is not None:
+        data["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = str(headroom_pool)
+    if pfc_enable is not None:
+        for entry in data["PORT_QOS_MAP"].values():
+            entry["pfc_enable"] = pfc_enable
+    return Switch(parse(data, str(LEAF1_JSON)), time_scale=S, rand=lambda: rand)
+
+
+def udp_frame(dscp: int, ecn: int = ECT0, size: int = FRAME, src: str = H2,
+              dst: str = H1) -> bytes:
+    payload = bytes(size - 14 - 20)
+    packet = ipv4_packet(ip_int(H2_IP), ip_int(H1_IP), IPPROTO_UDP, payload,
+                         tos=dscp << 2 | ecn)
+    return ethernet_frame(mac_bytes(dst), mac_bytes(src), ETH_P_IPV4, packet)
+
+
+def learned(sw: Switch) -> Switch:
+    """h1 and h2 known to the bridge (h1's frame flooded to h2 and sent)."""
+    sw.receive(H1_PORT, udp_frame(0, src=H1, dst=H2), 0.0)
+    assert sw.dequeue(H2_PORT, 0.0) is not None
+    return sw
+
+
+def pfc_quanta(out: list[tuple[str, bytes]], port: str) -> list[dict[int, int]]:
+    """The PFC frames among ``out`` sent out of ``port``, as {priority: quanta}."""
+    found = []
+    for name, frame in out:
+        if frame.startswith(PFC_MAC):
+            assert name == port, (name, port)
+            opcode, quanta = parse_mac_control(frame, 14)
+            assert opcode == 0x0101 and len(frame) == 60
+            found.append(quanta)
+    return found
+
+
+def blast_until_pfc(sw: Switch, now: float = 0.0, dscp: int = 26,
+                    limit: int = 2000) -> tuple[int, list[dict[int, int]]]:
+    for n in range(1, limit + 1):
+        quanta = pfc_quanta(sw.receive(H2_PORT, udp_frame(dscp), now), H2_PORT)
+        if quanta:
+            return n, quanta
+    return limit, []
+
+
+def test_xoff_sends_pfc_for_priority_3_out_of_the_ingress_port_at_once():
+    sw = learned(leaf1())
+    n, quanta = blast_until_pfc(sw)
+    assert quanta == [{3: MAX_QUANTA}]
+    pg = sw.counters()["ports"][H2_PORT]["pgs"]["3"]
+    assert pg["xoff"] and pg["xoff_count"] == 1
+    assert n * FRAME > pg["reserved"]  # past the reserved part, at the shared threshold
+    assert sw.counters()["ports"][H2_PORT]["pfc_tx"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    # the PFC frame itself, byte by byte: PFC MAC, our MAC, 0x8808, opcode, vector 0x0008
+    frame = pfc_frame(sw.router_mac, {3: MAX_QUANTA})
+    assert frame[:6] == bytes.fromhex("0180c2000001") and frame[12:18] == bytes.fromhex(
+        "880801010008")
+
+
+def test_pfc_is_refreshed_at_half_the_pause_then_xon_sends_quanta_0():
+    sw = learned(leaf1())
+    blast_until_pfc(sw)
+    half = pause_seconds(MAX_QUANTA, RATE) / 2
+    assert pfc_quanta(sw.tick(half - 1e-6), H2_PORT) == []
+    assert pfc_quanta(sw.tick(half), H2_PORT) == [{3: MAX_QUANTA}]
+    # drain h1's port at line rate: the PG falls to XON and sends quanta 0
+    now, xon = half, []
+    while not xon:
+        at = sw.next_send_time(H1_PORT)
+        assert at is not None, "drained without XON"
+        now = max(now, at)
+        assert sw.dequeue(H1_PORT, now) is not None
+        xon = pfc_quanta(sw.take_control(), H2_PORT)
+    assert xon == [{3: 0}]
+    assert not sw.counters()["ports"][H2_PORT]["pgs"]["3"]["xoff"]
+    assert pfc_quanta(sw.tick(now + 10 * half), H2_PORT) == []  # no refresh in XON
+
+
+def test_lossy_pg_drops_at_its_limit_and_never_sends_pfc():
+    sw = learned(leaf1())
+    n, quanta = blast_until_pfc(sw, dscp=0, limit=1000)
+    assert quanta == []
+    port = sw.counters()["ports"][H2_PORT]
+    assert port["drops"].get("lossy_limit", 0) > 0
+    assert port["pfc_tx"] == [0] * 8
+
+
+def test_without_pfc_enable_the_roce_pg_is_lossy():
+    sw = learned(leaf1(pfc_enable=""))
+    _, quanta = blast_until_pfc(sw, limit=1000)
+    assert quanta == []
+    assert sw.counters()["ports"][H2_PORT]["drops"].get("lossy_limit", 0) > 0
+
+
+def test_headroom_exhaustion_drops_are_counted():
+    sw = learned(leaf1(headroom_pool=0))  # private headroom: the profile's xoff, 48128 B
+    blast_until_pfc(sw)
+    for _ in range(60):  # the upstream ignores the pause
+        sw.receive(H2_PORT, udp_frame(26), 0.0)
+    port = sw.counters()["ports"][H2_PORT]
+    assert port["drops"]["headroom_exhausted"] > 0
+    assert port["pgs"]["3"]["drops"] == port["drops"]["headroom_exhausted"]
+    assert not port["fidelity"]["headroom"][0]["within"]
+
+
+def test_received_pfc_pauses_queue_3_for_its_quanta_and_other_queues_flow():
+    sw = learned(leaf1())
+    quanta = 1000
+    sw.receive(H1_PORT, pfc_frame(mac_bytes(H1), {3: quanta}), 1.0)
+    sw.receive(H2_PORT, udp_frame(26), 1.0)
+    sw.receive(H2_PORT, udp_frame(0), 1.0)
+    out = sw.dequeue(H1_PORT, 1.0)
+    assert out is not None and out[15] >> 2 == 0  # queue 0's frame, DSCP 0
+    assert sw.dequeue(H1_PORT, 1.0) is None
+    end = 1.0 + quanta * 512 / RATE
+    assert sw.next_send_time(H1_PORT) == end
+    assert sw.dequeue(H1_PORT, end - 1e-9) is None
+    assert sw.dequeue(H1_PORT, end)[15] >> 2 == 26
+    port = sw.counters()["ports"][H1_PORT]
+    assert port["pfc_rx"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert abs(port["paused_s"][3] - quanta * 512 / RATE) < 1e-12
+
+
+def test_pause_and_empty_vector_pfc():
+    sw = learned(leaf1())
+    empty = pfc_frame(mac_bytes(H1), {})
+    sw.receive(H1_PORT, empty, 1.0)
+    pause = bytes.fromhex("0180c2000001") + mac_bytes(H1) + bytes.fromhex("88080001ffff")
+    sw.receive(H1_PORT, pause + bytes(60 - len(pause)), 1.0)
+    port = sw.counters()["ports"][H1_PORT]
+    assert port["pfc_rx"] == [0] * 8 and port["pause_rx"] == 1
+    sw.receive(H2_PORT, udp_frame(0), 1.0)
+    assert sw.dequeue(H1_PORT, 1.0) is None  # PAUSE stops every priority
+
+
+def test_wred_marks_ect_frames_ce_above_min_and_drops_not_ect():
+    sw = learned(leaf1(pool=1 << 24, rand=0.0))
+    minimum = 150000  # AZURE_LOSSLESS green_min_threshold
+    for _ in range(minimum // FRAME + 5):
+        sw.receive(H2_PORT, udp_frame(26), 0.0)
+    sw.receive(H2_PORT, udp_frame(26, ecn=0), 0.0)  # Not-ECT: WRED drops it
+    now, ecns = 0.0, []
+    while (at := sw.next_send_time(H1_PORT)) is not None:
+        now = max(now, at)
+        ecns.append(ecn_field(sw.dequeue(H1_PORT, now)))
+    first_marked = ecns.index(CE)
+    assert first_marked * FRAME >= minimum and set(ecns[first_marked:]) == {CE}
+    port = sw.counters()["ports"][H1_PORT]
+    assert port["ecn_marked"] == len(ecns) - first_marked
+    assert port["egress_drops"] == {"wred": 1}
+
+
+def test_dequeue_is_paced_at_speed_over_s():
+    sw = learned(leaf1())
+    for _ in range(3):
+        sw.receive(H2_PORT, udp_frame(26), 5.0)
+    assert sw.backlogged() == [H1_PORT]
+    assert sw.dequeue(H1_PORT, 5.0) is not None
+    assert sw.dequeue(H1_PORT, 5.0) is None
+    assert sw.next_send_time(H1_PORT) == 5.0 + FRAME * 8 / RATE
+    assert sw.dequeue(H1_PORT, 5.0 + 2 * FRAME * 8 / RATE) is not None
+    assert sw.dequeue(H1_PORT, 5.0 + 2 * FRAME * 8 / RATE) is not None  # caught up
+    assert sw.backlogged() == []
+    lateness = sw.counters()["ports"][H1_PORT]["fidelity"]["lateness"]
+    assert lateness["count"] == 3 and abs(lateness["max_s"] - FRAME * 8 / RATE) < 1e-12
+
+
+def test_pfc_storm_is_detected_and_the_watchdog_drops_the_queue():
+    sw = learned(leaf1())
+    storm = pfc_frame(mac_bytes(H1), {3: MAX_QUANTA})
+    sw.receive(H2_PORT, udp_frame(26), 0.0)
+    now = 0.0
+    while now < 0.5:  # h1 keeps pausing queue 3 (PFC_WD: drop, 200 ms, poll 200 ms)
+        sw.receive(H1_PORT, storm, now)
+        sw.tick(now)
+        now = round(now + 0.05, 2)
+    port = sw.counters()["ports"][H1_PORT]
+    (event,) = port["watchdog"]["3"]["events"]
+    assert event["kind"] == "storm" and 0.2 <= event["time"] <= 0.4 + 1e-9
+    assert port["egress_drops"] == {"pfc_wd": 1} and sw.backlogged() == []
+    sw.receive(H2_PORT, udp_frame(26), now)  # arriving frames are dropped too
+    assert sw.counters()["ports"][H1_PORT]["egress_drops"] == {"pfc_wd": 2}
+    assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == 0  # buffers freed
+    for t in (now + 0.1, now + 0.2, now + 0.3):  # no PFC for 200 ms: restored
+        sw.tick(t)
+    assert sw.counters()["ports"][H1_PORT]["watchdog"]["3"]["stormed"] is False
+
+
+def test_fidelity_verdict_names_what_was_lost():
+    from fabric.client import fidelity
+    sw = learned(leaf1(headroom_pool=0))
+    assert fidelity(sw.counters()) == {"ok": True, "problems": []}
+    blast_until_pfc(sw)
+    for _ in range(60):
+        sw.receive(H2_PORT, udp_frame(26), 0.0)
+    counters = sw.counters()
+    counters["ports"][H1_PORT]["kernel_rx_drops"] = 2
+    verdict = fidelity(counters)
+    assert not verdict["ok"]
+    assert verdict["problems"][0] == "Ethernet8: 2 frames dropped in the kernel"
+    assert verdict["problems"][1].startswith("Ethernet12 PG 3: ")
