@@ -29,7 +29,34 @@ WINDOW_S = 2.0
 SWITCH_MAC = "02:52:4c:be:0c:01"
 
 
-def switch_config(routed: bool) -> dict:
+# (result name, routed, time scale): None runs forwarding only; S=1 runs the whole lossless
+# pipeline (classification, ingress admission, WRED/ECN, paced scheduler) at 100G, which a
+# Python agent never reaches, so pacing never holds it back and the cost is the pipeline's.
+VARIANTS = (("agent_bridged_pps", False, None), ("agent_routed_pps", True, None),
+            ("agent_full_pipeline_pps", True, 1))
+QOS_SOURCE = PROJECT_ROOT / "topologies/roce-v2-leafspine/configs/leaf1/config_db.json"
+QOS_TABLES = ("DSCP_TO_TC_MAP", "DOT1P_TO_TC_MAP", "TC_TO_PRIORITY_GROUP_MAP", "TC_TO_QUEUE_MAP",
+              "MAP_PFC_PRIORITY_TO_QUEUE", "PORT_QOS_MAP", "BUFFER_POOL", "BUFFER_PROFILE",
+              "BUFFER_PG", "BUFFER_QUEUE", "CABLE_LENGTH", "WRED_PROFILE", "SCHEDULER", "QUEUE",
+              "PFC_WD")
+
+
+def qos_tables(ports: tuple[str, ...]) -> dict:
+    """The default lab's lossless profile, limited to the benchmark's ports."""
+    source = json.loads(QOS_SOURCE.read_text())
+    tables = {}
+    for table in QOS_TABLES:
+        entries = source.get(table, {})
+        if table == "CABLE_LENGTH":
+            entries = {k: {p: v for p, v in e.items() if p in ports} for k, e in entries.items()}
+        elif table in ("PORT_QOS_MAP", "BUFFER_PG", "BUFFER_QUEUE", "QUEUE", "PFC_WD"):
+            entries = {k: e for k, e in entries.items()
+                       if k.split("|")[0] in ports or k.split("|")[0] == "GLOBAL"}
+        tables[table] = entries
+    return tables
+
+
+def switch_config(routed: bool, qos: bool = False) -> dict:
     ports = {p: {"speed": "100000", "mtu": "9100", "admin_status": "up"}
              for p in ("Ethernet0", "Ethernet4")}
     config = {"DEVICE_METADATA": {"localhost": {"hostname": "dut", "mac": SWITCH_MAC}},
@@ -39,6 +66,8 @@ def switch_config(routed: bool) -> dict:
     else:
         config["VLAN"] = {"Vlan10": {"vlanid": "10"}}
         config["VLAN_MEMBER"] = {f"Vlan10|{p}": {"tagging_mode": "untagged"} for p in ports}
+    if qos:
+        config.update(qos_tables(tuple(ports)))
     return config
 
 
@@ -46,7 +75,8 @@ def udp_frame(dst_mac: str, src_mac: str) -> bytes:
     """A 1 KB IPv4/UDP frame, 10.9.1.2 -> 10.9.2.2, with valid checksums."""
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
-    pkt = Ether(dst=dst_mac, src=src_mac) / IP(src="10.9.1.2", dst="10.9.2.2", ttl=64) / \
+    pkt = Ether(dst=dst_mac, src=src_mac) / IP(src="10.9.1.2", dst="10.9.2.2", ttl=64,
+                                               tos=26 << 2 | 2) / \
         UDP(sport=4000, dport=9)
     return bytes(pkt / bytes(FRAME_BYTES - len(pkt)))
 
@@ -116,14 +146,14 @@ def measure() -> dict:
                 results["bare_relay_pps"] = rate(udp_frame(sink_mac, src_mac), folder)
             finally:
                 stop_processes([relay.pid])
-            for routed in (False, True):
-                name = "agent_routed_pps" if routed else "agent_bridged_pps"
+            for name, routed, scale in VARIANTS:
                 config = folder / f"{name}.json"
-                config.write_text(json.dumps(switch_config(routed)))
+                config.write_text(json.dumps(switch_config(routed, qos=scale is not None)))
                 control = folder / "dut.sock"
+                pacing = [] if scale is None else ["--time-scale", str(scale)]
                 agent = spawn(DUT, ["-m", "fabric.agent", "--config", str(config), "--name",
-                                    "dut", "--control", str(control), "--ports", "eth1,eth2"],
-                              folder / f"{name}.log")
+                                    "dut", "--control", str(control), "--ports", "eth1,eth2",
+                                    *pacing], folder / f"{name}.log")
                 try:
                     await_agent(AgentState(node="dut", namespace=DUT, pid=agent.pid,
                                            control=str(control), log=str(folder / f"{name}.log")),
@@ -138,6 +168,7 @@ def measure() -> dict:
     results["frame_bytes"] = FRAME_BYTES
     results["bridged_vs_bare"] = results["agent_bridged_pps"] / bare
     results["routed_vs_bare"] = results["agent_routed_pps"] / bare
+    results["full_pipeline_vs_bare"] = results["agent_full_pipeline_pps"] / bare
     return results
 
 
