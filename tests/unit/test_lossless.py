@@ -8,6 +8,10 @@ frames instead of megabytes: h2 (Ethernet12) sends to h1 (Ethernet8), bridged in
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+
+import pytest
 
 from fabric.config import parse
 from fabric.model import Switch
@@ -230,3 +234,24 @@ def test_fidelity_verdict_names_what_was_lost():
     assert not verdict["ok"]
     assert verdict["problems"][0] == "Ethernet8: 2 frames dropped in the kernel"
     assert verdict["problems"][1].startswith("Ethernet12 PG 3: ")
+
+
+@pytest.mark.parametrize("quanta", [{3: 0xFFFF}, {3: 0}, {3: 0x1234, 4: 7}])
+def test_switch_pfc_frames_are_the_ones_wireshark_decodes(quanta, tmp_path):
+    """The switch builds PFC with struct on its hot path; it must be byte for byte the frame
+    the crafting module (checked against tshark's CBFC decoding) builds."""
+    from fabric.model.frames import mac_bytes, pfc_frame as switch_pfc
+    from traffic.packets import pfc_frame as crafted_pfc
+    mac = "02:52:4c:00:01:01"
+    assert switch_pfc(mac_bytes(mac), quanta) == bytes(crafted_pfc(mac, quanta))
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark not installed (apt-get install tshark)")
+    from scapy.utils import wrpcap
+    from scapy.layers.l2 import Ether
+    pcap = tmp_path / "pfc.pcap"
+    wrpcap(str(pcap), [Ether(switch_pfc(mac_bytes(mac), quanta))])
+    fields = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "macc.opcode",
+                             "-e", "macc.cbfc.enbv.c3", "-e", "macc.cbfc.pause_time.c3"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert fields[0] == "0x0101"
+    assert fields[1] in ("1", "True") and int(fields[2]) == quanta[3]
