@@ -199,7 +199,7 @@ class PortScheduler:
     def dequeue(self, now: float) -> tuple[bytes, Any, int] | None:
         """The next frame to put on the wire at ``now``: (frame, meta, queue), or None when
         the wire is still busy or no queue may send."""
-        if now < self.free_at:
+        if not self.packets or now < self.free_at:
             return None
         q = self._pick(now)
         if q is None:
@@ -228,21 +228,25 @@ class PortScheduler:
         but earns no quantum while skipped.
         """
         weighted = self._weighted
-        if not any(self._open(q, now) for q in weighted):
+        is_open = [self._open(q, now) for q in weighted]  # once per pick: this is per packet
+        if not any(is_open):
             return None
+        n = len(weighted)
         while True:
+            if not is_open[self._rr]:  # skip closed queues in one step, as visits that pass
+                self._rr = next(i for k in range(1, n) if is_open[i := (self._rr + k) % n])
+                self._visiting = False
             q = weighted[self._rr]
-            if self._open(q, now):
-                if not self._visiting:
-                    q.deficit += q.quantum
-                    self._visiting = True
-                size = len(q.entries[0][0])
-                if size <= q.deficit:
-                    q.deficit -= size
-                    if len(q.entries) == 1:
-                        q.deficit = 0
-                        self._advance()
-                    return q
+            if not self._visiting:
+                q.deficit += q.quantum
+                self._visiting = True
+            size = len(q.entries[0][0])
+            if size <= q.deficit:
+                q.deficit -= size
+                if len(q.entries) == 1:
+                    q.deficit = 0
+                    self._advance()
+                return q
             self._advance()
 
     def _advance(self) -> None:

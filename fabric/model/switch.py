@@ -175,7 +175,7 @@ class Switch:
         charge, self._charge = self._charge, None
         if out or charge is not None:
             self._transmit(out, charge, now)
-        return self._take(now)
+        return self.take_control()
 
     def tick(self, now: float) -> list[tuple[str, bytes]]:
         """Run timers up to ``now``: ARP retries, give-ups and re-probes, FDB aging, PFC
@@ -195,7 +195,7 @@ class Switch:
             for event in port.egress.poll(now, port.counters.queue_tx_packets):
                 if port.egress.watchdogs[event.queue].drops:
                     self._flush(port, event.queue, now, PFC_WD_DROP)
-        return self._take(now)
+        return self.take_control()
 
     def dequeue(self, port: str, now: float) -> bytes | None:
         """The next frame ``port`` puts on the wire at ``now``, or None while its wire is
@@ -227,7 +227,9 @@ class Switch:
         return list(self._backlogged)
 
     def take_control(self) -> list[tuple[str, bytes]]:
-        """The PFC frames raised since the last call (XON after ``dequeue``): send now."""
+        """Frames to put on the wire now: PFC raised since the last call (XON after
+        ``dequeue``) and, unpaced (``time_scale`` None), the forwarded frames, which cut
+        through since no queue ever builds."""
         control, self._control = self._control, []
         return control
 
@@ -457,6 +459,14 @@ class Switch:
                 if held is not None:
                     self._discharge(held, now)
                 continue
+            if self.time_scale is None:  # unpaced: nothing ever waits, so cut through
+                counters = port.counters
+                counters.queue_tx_packets[queue] += 1
+                counters.queue_tx_bytes[queue] += len(admitted)
+                self._control.append((port.name, admitted))
+                if held is not None:
+                    self._discharge(held, now)
+                continue
             egress.scheduler.enqueue(queue, admitted, held, now)
             egress.watermark(queue)
             self._backlogged[port.name] = port
@@ -484,13 +494,3 @@ class Switch:
         if not port.egress.scheduler.packets:
             self._backlogged.pop(port.name, None)
 
-    def _take(self, now: float) -> list[tuple[str, bytes]]:
-        """What goes on the wire now: the control frames, and unpaced (``time_scale``
-        None) every queued frame that may leave, with the XONs their departure raised."""
-        sent = self.take_control()
-        if self.time_scale is None:
-            for name in list(self._backlogged):
-                while (frame := self.dequeue(name, now)) is not None:
-                    sent.append((name, frame))
-            sent.extend(self.take_control())
-        return sent
