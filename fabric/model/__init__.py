@@ -15,7 +15,8 @@ a virtual-time runtime.
   XOFF/XON, headroom), ``wred`` (ECN marking), ``scheduler`` (paced STRICT/DWRR), ``pause``
   (received and sent PFC), ``watchdog`` (PFC storms), and ``egress`` (one port's queues,
   scheduler, received pauses, WRED and watchdogs together).
-- ``switch``: ``Switch``, which ties them together behind ``receive``/``dequeue``/``tick``.
+- ``switch``: ``Switch``, which ties them together behind ``receive``/``dequeue``/``tick``:
+  ports paced at speed / S (``time_scale``; None runs unpaced), PFC sent and honoured.
 """
 from fabric.model.switch import Switch
 
