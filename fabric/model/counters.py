@@ -60,7 +60,39 @@ DROP_REASONS = (
 )
 
 
-class PortCounters:
+class _Dispositions:
+    """What became of frames: forwarded (or originated), held for ARP, or dropped by reason.
+    Shared by ports (received frames) and the CPU (frames the switch originates)."""
+
+    __slots__ = ("forwarded", "to_cpu", "held", "drops")
+
+    def __init__(self) -> None:
+        self.forwarded = 0
+        self.to_cpu = 0
+        self.held = 0
+        self.drops: dict[str, int] = {}
+
+    def count(self, disposition: str) -> None:
+        """Record what became of one frame (a disposition or a drop reason)."""
+        if disposition == FORWARDED:
+            self.forwarded += 1
+        elif disposition == TO_CPU:
+            self.to_cpu += 1
+        elif disposition == HELD:
+            self.held += 1
+        else:
+            self.drop(disposition)
+
+    def settle(self, disposition: str) -> None:
+        """A held frame's final disposition (sent after ARP resolved, or dropped)."""
+        self.held -= 1
+        self.count(disposition)
+
+    def drop(self, reason: str) -> None:
+        self.drops[reason] = self.drops.get(reason, 0) + 1
+
+
+class PortCounters(_Dispositions):
     """One port's counters; plain attributes because the hot path bumps them per packet.
 
     Per priority group (ingress) and per queue (egress) the counts are lists indexed by
@@ -69,15 +101,11 @@ class PortCounters:
     (``unclassified``), ``tx_*`` = the queues (every transmitted frame is in one queue).
     """
 
-    __slots__ = ("forwarded", "to_cpu", "held", "drops", "unclassified_packets",
-                 "unclassified_bytes", "pg_rx_packets", "pg_rx_bytes", "queue_tx_packets",
-                 "queue_tx_bytes")
+    __slots__ = ("unclassified_packets", "unclassified_bytes", "pg_rx_packets", "pg_rx_bytes",
+                 "queue_tx_packets", "queue_tx_bytes")
 
     def __init__(self) -> None:
-        self.forwarded = 0
-        self.to_cpu = 0
-        self.held = 0
-        self.drops: dict[str, int] = {}
+        super().__init__()
         # received frames dropped before classification: port down, runt, MAC control
         self.unclassified_packets = 0
         self.unclassified_bytes = 0
@@ -104,25 +132,6 @@ class PortCounters:
     def tx_bytes(self) -> int:
         return sum(self.queue_tx_bytes)
 
-    def count(self, disposition: str) -> None:
-        """Record what became of one received frame (a disposition or a drop reason)."""
-        if disposition == FORWARDED:
-            self.forwarded += 1
-        elif disposition == TO_CPU:
-            self.to_cpu += 1
-        elif disposition == HELD:
-            self.held += 1
-        else:
-            self.drop(disposition)
-
-    def settle(self, disposition: str) -> None:
-        """A held frame's final disposition (sent after ARP resolved, or dropped)."""
-        self.held -= 1
-        self.count(disposition)
-
-    def drop(self, reason: str) -> None:
-        self.drops[reason] = self.drops.get(reason, 0) + 1
-
     def unclassified(self, reason: str, size: int) -> str:
         """Count a received frame that the MAC stage turned away before classification
         (so it is in no PG); returns ``reason``, its disposition."""
@@ -145,35 +154,14 @@ class PortCounters:
         }
 
 
-class CpuCounters:
-    """Frames the switch originates itself (ARP, ICMP) and what became of them."""
+class CpuCounters(_Dispositions):
+    """Frames the switch originates itself (ARP, ICMP) and what became of them: ``forwarded``
+    counts those handed to a port (also in that port's tx); a flood counts once."""
 
-    __slots__ = ("originated", "held", "drops")
-
-    def __init__(self) -> None:
-        self.originated = 0  # handed to a port (also counted in that port's tx)
-        self.held = 0  # waiting for ARP
-        self.drops: dict[str, int] = {}
-
-    def count(self, disposition: str) -> None:
-        """Record what became of one originated packet (a flood counts once)."""
-        if disposition == FORWARDED:
-            self.originated += 1
-        elif disposition == HELD:
-            self.held += 1
-        else:
-            self.drop(disposition)
-
-    def settle(self, disposition: str) -> None:
-        """A held packet's final disposition (sent after ARP resolved, or dropped)."""
-        self.held -= 1
-        self.count(disposition)
-
-    def drop(self, reason: str) -> None:
-        self.drops[reason] = self.drops.get(reason, 0) + 1
+    __slots__ = ()
 
     def as_dict(self) -> dict:
-        return {"originated": self.originated, "held": self.held,
+        return {"originated": self.forwarded, "held": self.held,
                 "drops": dict(sorted(self.drops.items()))}
 
 
