@@ -76,11 +76,14 @@ def disciplines(qos: Qos, port: str) -> list[Discipline]:
 class Lateness:
     """How late frames left compared with when they could have: max, mean, percentiles.
 
-    A log2 histogram in microseconds keeps percentiles (p99) cheap and bounded: bucket 0
-    holds [0, 1 us), bucket b holds [2**(b-1), 2**b) us, the last one everything above.
+    A log histogram in microseconds with eight buckets per octave keeps percentiles cheap,
+    bounded and within 9 % above the true value (a coarser one made a p99 of 2.1 ms read
+    4.1 ms and failed fidelity verdicts that held): bucket 0 holds [0, 1 us), bucket b holds
+    [2**((b-1)/8), 2**(b/8)) us, the last one everything above.
     """
 
-    BUCKETS = 32
+    PER_OCTAVE = 8
+    BUCKETS = 32 * PER_OCTAVE
     __slots__ = ("count", "total", "max", "buckets")
 
     def __init__(self) -> None:
@@ -94,7 +97,10 @@ class Lateness:
         self.total += seconds
         if seconds > self.max:
             self.max = seconds
-        bucket = 0 if seconds < 1e-6 else min(math.frexp(seconds * 1e6)[1], self.BUCKETS - 1)
+        if seconds < 1e-6:
+            bucket = 0
+        else:
+            bucket = min(int(math.log2(seconds * 1e6) * self.PER_OCTAVE) + 1, self.BUCKETS - 1)
         self.buckets[bucket] += 1
 
     def percentile(self, fraction: float) -> float:
@@ -104,7 +110,7 @@ class Lateness:
         for bucket, count in enumerate(self.buckets):
             seen += count
             if count and seen >= needed:
-                return min(2.0 ** bucket * 1e-6, self.max)
+                return min(2.0 ** (bucket / self.PER_OCTAVE) * 1e-6, self.max)
         return self.max
 
     def as_dict(self) -> dict[str, float | int]:

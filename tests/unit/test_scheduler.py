@@ -225,3 +225,15 @@ def test_lateness_histogram_percentiles():
     assert late.percentile(1.0) == 3e-3
     assert late.as_dict()["max_s"] == 3e-3
     assert late.as_dict()["mean_s"] == pytest.approx((99 * 0.5e-6 + 3e-3) / 100)
+
+
+@pytest.mark.parametrize("value_s", [3e-6, 150e-6, 2.1e-3, 0.7])
+def test_lateness_p99_is_a_tight_upper_bound(value_s):
+    """Within one eighth of an octave: a verdict against one frame time must not fail on a
+    histogram's rounding."""
+    from fabric.model.scheduler import Lateness
+    late = Lateness()
+    for _ in range(99):
+        late.record(value_s)
+    late.record(10 * value_s)  # the 1 % that p99 leaves out
+    assert value_s <= late.percentile(0.99) <= value_s * 2 ** (1 / 8)
