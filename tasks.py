@@ -4,6 +4,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from invoke import Collection, Exit, task
@@ -139,6 +140,35 @@ def exec_(c, node, lab=""):
     code = subprocess.call(command)
     if code:
         raise Exit(code=code)
+
+
+@task(help={"node": "switch node name", "seconds": "how long to trace (wall seconds)",
+            "out": "JSON-lines file (default: results/trace-<lab>-<node>-<time>.jsonl)",
+            "interval_ms": "wall milliseconds between samples (data-plane times are "
+                           "stretched by S: at S=3000, 1 ms is ~0.33 us emulated)",
+            "lab": "lab name (default: the only running lab)"})
+def trace(c, node, seconds=5.0, out="", interval_ms=1.0, lab=""):
+    """Record a switch's queue depths, PG occupancy and pause state over time, for plots
+    (docs/lab-guide.md, "Time series")."""
+    try:
+        handle = labs.running(lab) if lab else labs.the_only_running()
+        path = Path(out) if out else _default_trace_path(handle.name, node)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        agent = handle.agent(node)
+        agent.trace_start(path, interval_ms=interval_ms)
+        try:
+            with console.status(f"tracing {node} for {seconds:g} s"):
+                time.sleep(seconds)
+        finally:
+            samples = agent.trace_stop()
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    console.print(f"{path.resolve()}: {samples} samples")
+
+
+def _default_trace_path(lab: str, node: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path(__file__).resolve().parent / "results" / f"trace-{lab}-{node}-{stamp}.jsonl"
 
 
 @task(name="list")
@@ -312,7 +342,7 @@ def _lint_table(lab, findings) -> Table:
     return table
 
 
-lab_tasks = Collection("lab", up, down, status, pingall, list_, cleanup)
+lab_tasks = Collection("lab", up, down, status, pingall, list_, cleanup, trace)
 lab_tasks.add_task(exec_, name="exec")
 lab_tasks.add_task(export_lab, name="export")
 traffic_tasks = Collection("traffic", probe)

@@ -4,7 +4,8 @@ It owns what the model must not: AF_PACKET sockets on the switch's ports, the cl
 and a control socket. Every frame read from a port goes through ``Switch.receive``; what
 the model returns (PFC) is written out at once; forwarded frames leave when their port's
 scheduler releases them (``Switch.dequeue``), paced at speed / S. The loop sleeps until
-the earliest of: a frame arriving, a backlogged port's next send time, the next tick.
+the earliest of: a frame arriving, a backlogged port's next send time, the next tick, the
+next sample of a running trace (``Trace``).
 ``select.select`` rather than epoll: epoll rounds timeouts up to whole milliseconds, longer
 than a frame time at the emulated rate (machine-facts.md). Run inside the switch's network
 namespace:
@@ -68,11 +69,59 @@ class Port:
         return self.kernel_drops
 
 
+class Trace:
+    """A time series of ``Switch.sample`` written as JSON lines, for plots: a header line
+    (node, time_scale, interval_ms, ports, started: epoch seconds), then one line per sample,
+    ``{"t": seconds since start, "ports": ..., "pools": ...}``.
+
+    The event loop takes the samples (``poll``) between frames, so a sample never races
+    the model; the file is written through a large buffer so a sample costs a ``json.dumps``
+    and no system call. Intervals are wall time, while data-plane times are stretched by S:
+    at S = 3000, 1 ms of wall time is ~0.33 us of emulated time. A loop late by more than an
+    interval skips the missed samples rather than writing a burst of identical ones.
+    """
+
+    BUFFER = 1 << 20
+
+    def __init__(self, switch: Switch, node: str, path: Path, interval_s: float,
+                 ports: list[str], now: float) -> None:
+        self.switch = switch
+        self.path = path
+        self.interval_s = interval_s
+        self.ports = ports
+        self.started = now
+        self.next_at = now
+        self.count = 0
+        self.file = open(path, "w", buffering=self.BUFFER)
+        self.header = {"node": node, "time_scale": switch.time_scale,
+                       "interval_ms": interval_s * 1e3, "ports": ports, "started": time.time()}
+        self.file.write(json.dumps(self.header) + "\n")
+
+    def poll(self, now: float) -> None:
+        """Write a sample if one is due at ``now``."""
+        if now < self.next_at:
+            return
+        sample = {"t": round(now - self.started, 6), **self.switch.sample(now, self.ports)}
+        self.file.write(json.dumps(sample, separators=(",", ":")) + "\n")
+        self.count += 1
+        self.next_at += self.interval_s
+        if self.next_at <= now:
+            self.next_at = now + self.interval_s
+
+    def close(self) -> int:
+        """Flush and close the file; the number of samples written."""
+        self.file.close()
+        return self.count
+
+
 class Agent:
-    def __init__(self, switch: Switch, ports: dict[str, Port], control_path: Path) -> None:
+    def __init__(self, switch: Switch, ports: dict[str, Port], control_path: Path,
+                 name: str) -> None:
         self.switch = switch
         self.ports = ports
         self.control_path = control_path
+        self.name = name
+        self.trace: Trace | None = None
         self.sel = selectors.SelectSelector()
         self.running = True
         self.started = time.monotonic()
@@ -98,14 +147,19 @@ class Agent:
                     self.serve(key.fileobj)
             now = time.monotonic()
             self.pump(now)
+            if self.trace is not None:
+                self.trace.poll(now)
             if now >= next_tick:
                 self.transmit(self.switch.tick(now))
                 next_tick = now + TICK_S
         self.close()
 
     def timeout(self, next_tick: float) -> float:
-        """Seconds until the next tick or the earliest send time of a backlogged port."""
+        """Seconds until the next tick, the next trace sample or the earliest send time of
+        a backlogged port."""
         wake = next_tick
+        if self.trace is not None and self.trace.next_at < wake:
+            wake = self.trace.next_at
         next_send_time = self.switch.next_send_time
         for port in self.switch.backlogged():
             at = next_send_time(port)
@@ -178,9 +232,40 @@ class Agent:
                 return {"ok": False, "error": f"usage: port=<one of {sorted(self.ports)}>, up=bool"}
             self.switch.set_port_up(port, up)
             return {"ok": True}
+        if cmd == "trace":
+            return self.start_trace(request)
+        if cmd == "trace_stop":
+            if self.trace is None:
+                return {"ok": False, "error": "no trace is running"}
+            path = str(self.trace.path)
+            return {"ok": True, "path": path, "samples": self.stop_trace()}
         return {"ok": False, "error": f"unknown command {cmd!r}"}
 
+    def start_trace(self, request: dict) -> dict:
+        """``trace``: path (absolute: the agent's working directory is not the caller's),
+        interval_ms (wall time, default 1.0), ports (default: every port it forwards on)."""
+        path, interval_ms = request.get("path"), request.get("interval_ms", 1.0)
+        ports = request.get("ports") or sorted(self.ports)
+        if self.trace is not None:
+            return {"ok": False, "error": f"a trace to {self.trace.path} is running; "
+                                          "trace_stop first"}
+        if not isinstance(path, str) or not Path(path).is_absolute():
+            return {"ok": False, "error": "usage: path=<absolute file path>"}
+        if not isinstance(interval_ms, (int, float)) or interval_ms <= 0:
+            return {"ok": False, "error": "interval_ms must be a positive number"}
+        unknown = [p for p in ports if p not in self.ports] if isinstance(ports, list) else ports
+        if unknown:
+            return {"ok": False, "error": f"ports {unknown} are not among {sorted(self.ports)}"}
+        self.trace = Trace(self.switch, self.name, Path(path), interval_ms / 1e3, ports,
+                           time.monotonic())
+        return {"ok": True, "header": self.trace.header}
+
+    def stop_trace(self) -> int:
+        trace, self.trace = self.trace, None
+        return trace.close() if trace is not None else 0
+
     def close(self) -> None:
+        self.stop_trace()
         self.control.close()
         self.control_path.unlink(missing_ok=True)
         for port in self.ports.values():
@@ -211,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as e:
             print(f"{args.name}: cannot open {iface}: {e.strerror}", file=sys.stderr)
             return 2
-    agent = Agent(switch, ports, Path(args.control))
+    agent = Agent(switch, ports, Path(args.control), args.name)
 
     def stop(_signum: int, _frame: object) -> None:
         agent.running = False

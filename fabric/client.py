@@ -40,13 +40,29 @@ class AgentClient:
     def set_port(self, port: str, up: bool) -> None:
         self.request("port", port=port, up=up)
 
+    def trace_start(self, path: str | Path, interval_ms: float = 1.0,
+                    ports: list[str] | None = None) -> dict:
+        """Start the agent writing a time series to ``path`` (``fabric.agent.Trace``);
+        returns its header. The path is made absolute here: the agent runs elsewhere."""
+        return self.request("trace", path=str(Path(path).resolve()), interval_ms=interval_ms,
+                            ports=ports)["header"]
+
+    def trace_stop(self) -> int:
+        """Stop the running trace; the number of samples it wrote."""
+        return self.request("trace_stop")["samples"]
+
+
+# Below this many paced frames a port's "p99" is its single worst frame: one scheduling
+# hiccup on a lightly used uplink is not a lost emulation (its max is still reported).
+MIN_FRAMES_FOR_P99 = 100
+
 
 def fidelity(counters: dict) -> dict:
     """Whether the emulation kept up, from a switch's counters (congestion.md, "Keeping a
     real-time emulation honest"): ``{"ok": bool, "problems": [...]}``. A problem is a frame
     the kernel dropped under a port (a wire loss), a lossless PG that took more bytes after
-    XOFF than its headroom holds, or a paced port whose p99 lateness exceeds one MTU-sized
-    frame time (it did not dequeue at size/rate intervals)."""
+    XOFF than its headroom holds, or a paced port whose p99 lateness, over at least MIN_FRAMES_FOR_P99
+    frames, exceeds one MTU-sized frame time (it did not dequeue at size/rate intervals)."""
     problems = []
     paced = counters.get("time_scale") is not None
     for name, port in counters.get("ports", {}).items():
@@ -58,7 +74,8 @@ def fidelity(counters: dict) -> dict:
                 problems.append(f"{name} PG {use['pg']}: {use['after_xoff_max']} B after XOFF "
                                 f"> headroom {use['headroom']} B")
         late = block.get("lateness", {})
-        if paced and late.get("count") and late["p99_s"] > block["mtu_frame_s"]:
+        if paced and late.get("count", 0) >= MIN_FRAMES_FOR_P99 \
+                and late["p99_s"] > block["mtu_frame_s"]:
             problems.append(f"{name}: p99 lateness {late['p99_s'] * 1e3:.2f} ms > one MTU "
                             f"frame ({block['mtu_frame_s'] * 1e3:.2f} ms)")
     return {"ok": not problems, "problems": problems}

@@ -41,7 +41,7 @@ argument, so timers (FDB aging, ARP retries, pauses, pacing) run on the caller's
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from fabric.config import SwitchConfig
 from fabric.model.buffers import IngressBuffers, PgBuffer
@@ -294,6 +294,26 @@ class Switch:
                                                          for p, m in b.members}}
                       for b in self._vlans.values()},
         }
+
+    def sample(self, now: float, ports: Iterable[str] | None = None) -> dict:
+        """The congestion state at ``now`` for a time series (the agent's ``trace``), JSON-
+        ready and cheap enough to take every millisecond: per port (all, or ``ports``) the
+        egress queue depths, the ingress PG occupancy and XOFF state, and the seconds each
+        priority's egress pause still has to run (0.0: not paused); per pool its shared and
+        headroom bytes in use. Reads only: ``counters`` has the totals and watermarks."""
+        names = self._ports if ports is None else ports
+        return {"ports": {name: self._port_sample(self._ports[name], now) for name in names},
+                "pools": {name: {"used": pool.used, "headroom_used": pool.headroom_used}
+                          for name, pool in self._buffers.pools.items()}}
+
+    @staticmethod
+    def _port_sample(port: PortState, now: float) -> dict:
+        depth = port.egress.scheduler.depth_bytes
+        until = port.egress.pause.until
+        return {"queue_bytes": [depth(q) for q in range(8)],
+                "pg_bytes": [pg.used for pg in port.pgs],
+                "xoff": [pg.xoff for pg in port.pgs],
+                "pause_s": [round(max(0.0, until(p) - now), 9) for p in range(8)]}
 
     def _port_counters(self, port: PortState, now: float) -> dict:
         """One port's counters: dispositions, per-PG buffer state, per-queue egress state,

@@ -121,10 +121,15 @@ def up(tmp_path):
         assert traces(lab.name) == NOTHING
 
 
-def test_incast_with_pfc_loses_nothing_and_pauses_upstream(up):
+def test_incast_with_pfc_loses_nothing_and_pauses_upstream(up, tmp_path):
     lab, clab = up()
     count = frames_per_sender(clab.parent / "configs/leaf1/config_db.json")
-    senders, capture = incast(lab, count)
+    leaf1 = lab.agent("leaf1")
+    leaf1.trace_start(tmp_path / "leaf1.jsonl", interval_ms=1.0)
+    try:
+        senders, capture = incast(lab, count)
+    finally:
+        samples = leaf1.trace_stop()
     counters = switch_counters(lab)
     report(counters, senders)
     at_h1 = [s for s in capture.frames(lambda f: f[47:50] == QPN)
@@ -144,6 +149,21 @@ def test_incast_with_pfc_loses_nothing_and_pauses_upstream(up):
     assert all(set(q) == {3} for q in xoff)  # only the lossless priority is ever paused
     assert sum(counters["leaf1"]["ports"][p]["pfc_tx"][3] for p in
                counters["leaf1"]["ports"]) >= len(pfc)
+    assert_trace_shows_congestion(tmp_path / "leaf1.jsonl", samples)
+
+
+def assert_trace_shows_congestion(path: Path, samples: int) -> None:
+    """The time series caught the incast: queue 3 toward h1 filled, and PG 3 went into XOFF
+    and back out on some upstream port."""
+    header, *lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert header["node"] == "leaf1" and "Ethernet8" in header["ports"]
+    assert len(lines) == samples > 0
+    assert max(s["ports"]["Ethernet8"]["queue_bytes"][3] for s in lines) > 0
+    xoff = {name: [s["ports"][name]["xoff"][3] for s in lines] for name in header["ports"]}
+    assert any(True in seen and seen[-1] is False for seen in xoff.values()), \
+        "no PG 3 XOFF then XON in the trace"
+    print(f"trace: {samples} samples, peak queue 3 toward h1 "
+          f"{max(s['ports']['Ethernet8']['queue_bytes'][3] for s in lines)} B")
 
 
 def test_incast_without_pfc_drops_and_sends_no_pfc(up):

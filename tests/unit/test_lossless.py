@@ -236,6 +236,18 @@ def test_fidelity_verdict_names_what_was_lost():
     assert verdict["problems"][1].startswith("Ethernet12 PG 3: ")
 
 
+@pytest.mark.parametrize("count, late", [(100, True), (99, False)])
+def test_lateness_fails_fidelity_only_over_enough_frames(count, late):
+    """A p99 over a handful of frames is the worst one: it is reported, not judged."""
+    from fabric.client import MIN_FRAMES_FOR_P99, fidelity
+    assert MIN_FRAMES_FOR_P99 == 100
+    port = {"fidelity": {"mtu_frame_s": 2e-3, "headroom": [],
+                         "lateness": {"count": count, "p99_s": 3e-3, "max_s": 5e-3}}}
+    verdict = fidelity({"time_scale": 3000, "ports": {"Ethernet8": port}})
+    assert verdict["ok"] is not late
+    assert bool(verdict["problems"]) is late
+
+
 @pytest.mark.parametrize("quanta", [{3: 0xFFFF}, {3: 0}, {3: 0x1234, 4: 7}])
 def test_switch_pfc_frames_are_the_ones_wireshark_decodes(quanta, tmp_path):
     """The switch builds PFC with struct on its hot path; it must be byte for byte the frame
