@@ -103,7 +103,7 @@ def _chain_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Fin
                   "RoCE is classified lossy and drops under incast",
                   f'map "{s.dscp}": "{s.priority}"')
         return
-    enabled, source = port_setting(config, port, "pfc_enable")
+    enabled, source = port_setting(config.qos, port, "pfc_enable")
     if s.priority not in enabled:
         yield bad(f"PORT_QOS_MAP|{source or port}|pfc_enable",
                   f"priority {s.priority} has no PFC on {port} (pfc_enable "
@@ -120,7 +120,7 @@ def _chain_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Fin
 
 def _pfc_pg(config: SwitchConfig, port: str, pg: int, s: Settings, bad) -> Iterator[Finding]:
     """PFC frames the PG sends must name the RoCE priority, else they pause the wrong one."""
-    name, _ = bound(config, port, "pfc_to_pg_map")
+    name, _ = bound(config.qos, port, "pfc_to_pg_map")
     if name is not None:
         target = config.qos.pfc_priority_to_pg[name].get(s.priority)
         if target != pg:
@@ -147,7 +147,7 @@ def _lossless_pg(config: SwitchConfig, port: str, tc: int, pg: int,
 def _pfc_queue(config: SwitchConfig, port: str, queue: int, s: Settings,
                bad) -> Iterator[Finding]:
     """A PFC frame received for the RoCE priority must stop the queue RoCE is in."""
-    name, _ = bound(config, port, "pfc_to_queue_map")
+    name, _ = bound(config.qos, port, "pfc_to_queue_map")
     if name is not None:
         target = config.qos.pfc_priority_to_queue[name].get(s.priority)
         if target != queue:
@@ -288,7 +288,7 @@ def cnp_queue(lab: Lab) -> Iterator[Finding]:
 
 def _cnp_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Finding]:
     tc, name = tc_of_dscp(config, port, s.cnp_dscp)
-    enabled, _ = port_setting(config, port, "pfc_enable")
+    enabled, _ = port_setting(config.qos, port, "pfc_enable")
     if tc == s.priority or tc in enabled:
         yield Finding("error", "cnp-queue", config.path, f"DSCP_TO_TC_MAP|{name}|{s.cnp_dscp}",
                       f"CNP DSCP {s.cnp_dscp} -> TC {tc}, a lossless TC on {port}: CNPs are "
@@ -328,7 +328,7 @@ def pfcwd_coverage(lab: Lab) -> Iterator[Finding]:
     breaks the storm (and a deadlock)."""
     for _, config in lab.switches():
         for port in qos_ports(config):
-            enabled, _ = port_setting(config, port, "pfc_enable")
+            enabled, _ = port_setting(config.qos, port, "pfc_enable")
             if not enabled:
                 continue
             if port not in config.qos.pfc_wd:
@@ -337,7 +337,7 @@ def pfcwd_coverage(lab: Lab) -> Iterator[Finding]:
                               "storm pauses it forever",
                               'add PFC_WD|<port> (action drop, detection_time 200, '
                               'restoration_time 200)')
-            watched, source = port_setting(config, port, "pfcwd_sw_enable")
+            watched, source = port_setting(config.qos, port, "pfcwd_sw_enable")
             if not enabled <= watched:
                 yield Finding("warning", "pfcwd-coverage", config.path,
                               f"PORT_QOS_MAP|{source or port}|pfcwd_sw_enable",
@@ -370,8 +370,8 @@ def _class_facts(config: SwitchConfig, s: Settings) -> Iterator[tuple[str, str, 
     tcs = {tc_of_dscp(config, p, s.dscp) for p in ports}
     for tc, name in sorted(tcs, key=str):
         yield (f"DSCP {s.dscp} -> TC", str(tc), f"DSCP_TO_TC_MAP|{name}|{s.dscp}")
-    lossless = {_list(port_setting(config, p, "pfc_enable")[0]) for p in ports}
-    source = port_setting(config, ports[0], "pfc_enable")[1] or ports[0]
+    lossless = {_list(port_setting(config.qos, p, "pfc_enable")[0]) for p in ports}
+    source = port_setting(config.qos, ports[0], "pfc_enable")[1] or ports[0]
     for value in sorted(lossless):
         yield ("lossless priorities (pfc_enable)", value or "none",
                f"PORT_QOS_MAP|{source}|pfc_enable")

@@ -158,7 +158,7 @@ def expected_class(config: SwitchConfig, ingress: str, egress: str, frame: bytes
     through the dot1p map (untagged = 0); unmapped -> TC 0; PG from the ingress port's
     TC_TO_PRIORITY_GROUP_MAP, queue from the egress port's TC_TO_QUEUE_MAP (unmapped: 0)."""
     qos, in_port, out_port = config.qos, port_name(ingress), port_name(egress)
-    dscp_map, dscp_from = bound(config, in_port, "dscp_to_tc_map")
+    dscp_map, dscp_from = bound(config.qos, in_port, "dscp_to_tc_map")
     if is_ip(frame) and dscp_map is not None:
         _, packet = network(frame)
         dscp = packet[1] >> 2 if packet[0] >> 4 == 4 else ((packet[0] & 0x0F) << 2
@@ -166,7 +166,7 @@ def expected_class(config: SwitchConfig, ingress: str, egress: str, frame: bytes
         tc = qos.dscp_to_tc[dscp_map].get(dscp, 0)
         why = f"DSCP {dscp} -> TC {tc} (DSCP_TO_TC_MAP {dscp_map} of {dscp_from})"
     else:
-        dot1p_map, dot1p_from = bound(config, in_port, "dot1p_to_tc_map")
+        dot1p_map, dot1p_from = bound(config.qos, in_port, "dot1p_to_tc_map")
         prio = pcp or 0
         tc = qos.dot1p_to_tc[dot1p_map].get(prio, 0) if dot1p_map else 0
         why = (f"PCP {prio}{'' if pcp is not None else ' (untagged)'} -> TC {tc} "

@@ -1,15 +1,15 @@
 """QoS facts computed from a validated switch config: which map a port uses, where a DSCP or
 PCP lands, and how much headroom SONiC would give a lossless PG.
 
-Shared by the live checks (``checks.roce``) and the static lint (``checks.lint``), so both
-read a config the same way. Pure: no I/O.
+Shared by the switch model (classification, buffers), the live checks (``checks.roce``) and
+the static lint (``checks.lint``), so all read a config the same way. Pure: no I/O.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from fabric.config import PortQos, SwitchConfig
+from fabric.config import PortQos, Qos, SwitchConfig
 
 GLOBAL = "global"  # the PORT_QOS_MAP key every port falls back to, field by field
 
@@ -20,22 +20,22 @@ PAUSE_QUANTA = {100: 1, 1000: 2, 10000: 67, 25000: 80, 40000: 118, 50000: 147,
 SPEED_OF_LIGHT_IN_CABLE = 198_000_000  # m/s, SONiC's constant
 
 
-def bound(config: SwitchConfig, port: str, field: str) -> tuple[str | None, str]:
+def bound(qos: Qos, port: str, field: str) -> tuple[str | None, str]:
     """(map name, the PORT_QOS_MAP key it came from) for ``field`` on ``port``:
     ``PORT_QOS_MAP|<port>``'s, else ``PORT_QOS_MAP|global``'s (None, "" if neither)."""
     for key in (port, GLOBAL):
-        entry = config.qos.port_qos.get(key)
+        entry = qos.port_qos.get(key)
         name = getattr(entry, field, None) if entry is not None else None
         if name:
             return name, key
     return None, ""
 
 
-def port_setting(config: SwitchConfig, port: str, field: str) -> tuple[frozenset[int], str]:
+def port_setting(qos: Qos, port: str, field: str) -> tuple[frozenset[int], str]:
     """(priorities, source key) of a priority-list field (``pfc_enable``,
     ``pfcwd_sw_enable``) on ``port``, with the same fallback to ``global`` as the maps."""
     for key in (port, GLOBAL):
-        entry: PortQos | None = config.qos.port_qos.get(key)
+        entry: PortQos | None = qos.port_qos.get(key)
         if entry is not None and getattr(entry, field):
             return getattr(entry, field), key
     return frozenset(), ""
@@ -51,25 +51,25 @@ def qos_ports(config: SwitchConfig) -> list[str]:
 
 def tc_of_dscp(config: SwitchConfig, port: str, dscp: int) -> tuple[int, str | None]:
     """(TC, map name) for an IP packet with ``dscp`` arriving on ``port``; unmapped -> TC 0."""
-    name, _ = bound(config, port, "dscp_to_tc_map")
+    name, _ = bound(config.qos, port, "dscp_to_tc_map")
     return (config.qos.dscp_to_tc[name].get(dscp, 0) if name else 0), name
 
 
 def tc_of_pcp(config: SwitchConfig, port: str, pcp: int) -> tuple[int, str | None]:
     """(TC, map name) for a frame with 802.1p priority ``pcp``; unmapped -> TC 0."""
-    name, _ = bound(config, port, "dot1p_to_tc_map")
+    name, _ = bound(config.qos, port, "dot1p_to_tc_map")
     return (config.qos.dot1p_to_tc[name].get(pcp, 0) if name else 0), name
 
 
 def pg_of_tc(config: SwitchConfig, port: str, tc: int) -> tuple[int, str | None]:
     """(ingress PG, map name) for ``tc`` on ``port``; unmapped -> PG 0."""
-    name, _ = bound(config, port, "tc_to_pg_map")
+    name, _ = bound(config.qos, port, "tc_to_pg_map")
     return (config.qos.tc_to_pg[name].get(tc, 0) if name else 0), name
 
 
 def queue_of_tc(config: SwitchConfig, port: str, tc: int) -> tuple[int, str | None]:
     """(egress queue, map name) for ``tc`` leaving by ``port``; unmapped -> queue 0."""
-    name, _ = bound(config, port, "tc_to_queue_map")
+    name, _ = bound(config.qos, port, "tc_to_queue_map")
     return (config.qos.tc_to_queue[name].get(tc, 0) if name else 0), name
 
 

@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 from fabric.config import BufferProfile, Qos
 from fabric.model.counters import NUM_PGS
+from fabric.qos import bound, port_setting
 
 # What admit decided (strings, so they read well in counters and traces; the drop ones
 # are the drop reasons).
@@ -48,7 +49,6 @@ ACCEPT_HEADROOM = "accept_headroom"  # at least part of it into headroom (lossle
 DROP_LOSSY_LIMIT = "lossy_limit"  # a lossy PG at its threshold (or the pool is full)
 DROP_HEADROOM_EXHAUSTED = "headroom_exhausted"  # a lossless PG: the headroom is full
 
-GLOBAL = "global"  # PORT_QOS_MAP's fallback entry
 DEFAULT_DYNAMIC_TH = 0  # PGs without BUFFER_PG: alpha 1, at most half of an idle pool
 UNLIMITED_POOL = "(unlimited)"  # their pool when the config has no ingress pool at all
 
@@ -376,7 +376,7 @@ class IngressBuffers:
         priorities_of = pg_priorities or _config_pg_priorities(qos)
         pgs: dict[str, list[PgBuffer]] = {}
         for port in ports:
-            enabled = _pfc_enable(qos, port)
+            enabled, _ = port_setting(qos, port, "pfc_enable")
             pgs[port] = buffers = []
             for pg in range(NUM_PGS):
                 name = qos.buffer_pg.get((port, pg))
@@ -428,27 +428,15 @@ class IngressBuffers:
         }
 
 
-def _pfc_enable(qos: Qos, port: str) -> frozenset[int]:
-    """The port's pfc_enable, or global's when the port's entry leaves it empty (the same
-    field-by-field fallback classification uses)."""
-    for key in (port, GLOBAL):
-        entry = qos.port_qos.get(key)
-        if entry is not None and entry.pfc_enable:
-            return entry.pfc_enable
-    return frozenset()
-
-
 def _config_pg_priorities(qos: Qos) -> PgPriorities:
     """(port, pg) -> the priorities the port's ``pfc_to_pg_map`` (its own or global's) sends
     to that PG; identity without a map."""
 
     def priorities(port: str, pg: int) -> Iterable[int]:
-        for key in (port, GLOBAL):
-            entry = qos.port_qos.get(key)
-            if entry is not None and entry.pfc_to_pg_map:
-                mapping = qos.pfc_priority_to_pg[entry.pfc_to_pg_map]
-                return [prio for prio, target in mapping.items() if target == pg]
-        return (pg,)
+        name, _ = bound(qos, port, "pfc_to_pg_map")
+        if name is None:
+            return (pg,)
+        return [prio for prio, target in qos.pfc_priority_to_pg[name].items() if target == pg]
 
     return priorities
 

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fabric.config import PortQos, Qos
+from fabric.config import Qos
 from fabric.model.counters import NUM_PGS, NUM_QUEUES  # noqa: F401  (re-exported)
 from fabric.model.frames import ETH_P_8021Q, ETH_P_IPV4, ETH_P_IPV6
+from fabric.qos import bound
 
 NUM_TCS = 8  # traffic classes, like priority groups and queues, are numbered 0..7
 
@@ -42,7 +43,6 @@ CPU_TC = 7
 CPU_QUEUE = 7
 CPU_CLASS: Classification = (CPU_TC, None)  # originated by the switch: no ingress PG
 
-GLOBAL = "global"  # the PORT_QOS_MAP key every port falls back to, field by field
 
 # The PORT_QOS_MAP fields classification uses -> the Qos attribute holding those maps.
 _FIELDS = {
@@ -77,22 +77,11 @@ class PortMaps(NamedTuple):
 
 def resolve_maps(qos: Qos, port: str) -> PortMaps:
     """``PORT_QOS_MAP|<port>``, each field missing there taken from ``PORT_QOS_MAP|global``."""
-    own = qos.port_qos.get(port)
-    fallback = qos.port_qos.get(GLOBAL)
-    bound = []
+    maps = []
     for field, attr in _FIELDS.items():
-        source, name = _pick(own, port, fallback, field)
-        bound.append(None if name is None else
-                     BoundMap(name, source, getattr(qos, attr)[name]))
-    return PortMaps(*bound)
-
-
-def _pick(own: PortQos | None, port: str, fallback: PortQos | None,
-          field: str) -> tuple[str, str | None]:
-    name = getattr(own, field) if own is not None else None
-    if name:
-        return port, name
-    return GLOBAL, (getattr(fallback, field) if fallback is not None else None) or None
+        name, source = bound(qos, port, field)
+        maps.append(None if name is None else BoundMap(name, source, getattr(qos, attr)[name]))
+    return PortMaps(*maps)
 
 
 class PortClassifier:

@@ -11,32 +11,23 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fabric.config import Port, Qos
-from fabric.model.classify import GLOBAL
 from fabric.model.counters import NUM_QUEUES
 from fabric.model.pause import NUM_PRIORITIES, PauseState
 from fabric.model.frames import ETH_HEADER_LEN, VLAN_TAG_LEN
 from fabric.model.scheduler import PortScheduler, disciplines, wire_rate_bps
 from fabric.model.watchdog import QueueWatchdog, WatchdogEvent
 from fabric.model.wred import DROP, MARK, NOT_ECT, Wred, ecn_field, mark_ce
+from fabric.qos import bound, port_setting
 
 # Egress drop reasons (counted on the egress port, apart from the ingress dispositions).
 WRED_DROP = "wred"
 PFC_WD_DROP = "pfc_wd"
 
 
-def _port_field(qos: Qos, port: str, field: str):
-    """A PORT_QOS_MAP field of the port, or of ``global`` when the port leaves it empty."""
-    for key in (port, GLOBAL):
-        entry = qos.port_qos.get(key)
-        if entry is not None and getattr(entry, field):
-            return getattr(entry, field)
-    return None
-
-
 def queue_priorities(qos: Qos, port: str) -> list[tuple[int, ...]]:
     """Per queue, the PFC priorities whose pause stops it (``pfc_to_queue_map``; identity
     without one, as SAI maps priority p to queue p by default)."""
-    name = _port_field(qos, port, "pfc_to_queue_map")
+    name, _ = bound(qos, port, "pfc_to_queue_map")
     mapping = qos.pfc_priority_to_queue[name] if name else {p: p for p in range(NUM_PRIORITIES)}
     return [tuple(p for p, q in sorted(mapping.items()) if q == queue)
             for queue in range(NUM_QUEUES)]
@@ -65,7 +56,7 @@ class EgressPort:
         self.watchdogs: dict[int, QueueWatchdog] = {}
         settings = qos.pfc_wd.get(port.name)
         if settings is not None:
-            for priority in sorted(_port_field(qos, port.name, "pfc_enable") or ()):
+            for priority in sorted(port_setting(qos, port.name, "pfc_enable")[0]):
                 for queue, prios in enumerate(self._prios):
                     if priority in prios and queue not in self.watchdogs:
                         self.watchdogs[queue] = QueueWatchdog(port.name, queue, settings,
