@@ -95,9 +95,6 @@ class Domain:
     def attachment(self, host: str) -> Attachment | None:
         return next((a for a in self.attachments if a.host == host), None)
 
-    def contains(self, node: str, iface: str) -> bool:
-        return (node, iface) in self.ports
-
 
 class _UnionFind:
     def __init__(self) -> None:

@@ -188,28 +188,6 @@ def ttl_decrement(checksum: int, ttl: int, proto: int) -> bytes:
 
 # --- IPv4 ---------------------------------------------------------------------------------
 
-class IPv4Header(NamedTuple):
-    version: int
-    ihl: int  # bytes
-    tos: int
-    total_length: int
-    ident: int
-    flags_fragment: int
-    ttl: int
-    proto: int
-    checksum: int
-    src: int
-    dst: int
-
-
-def parse_ipv4(data: bytes, offset: int = 0) -> IPv4Header:
-    """Parse an IPv4 header (slow path and tests; the hot path unpacks the struct itself)."""
-    vihl, tos, length, ident, frag, ttl, proto, csum, src, dst = IPV4_HEADER.unpack_from(
-        data, offset)
-    return IPv4Header(vihl >> 4, (vihl & 0x0F) * 4, tos, length, ident, frag, ttl, proto,
-                      csum, src, dst)
-
-
 def ipv4_packet(src: int, dst: int, proto: int, payload: bytes, ttl: int = 64,
                 tos: int = 0, ident: int = 0, dont_fragment: bool = False) -> bytes:
     """An option-less IPv4 packet with a correct header checksum."""
