@@ -306,7 +306,8 @@ def build_images(c, engine="docker", mirror=""):
             "json": "print the findings as JSON instead of a table"})
 def lint(c, name, priority=-1, dscp=26, cnp_dscp=48, json=False):
     """Static checks of the switch configs (no root, no lab): the lossless path, headroom,
-    ECN before PFC, CNP queue, PFC watchdog, references, consistency (docs/lint.md)."""
+    ECN before PFC, CNP queue, PFC watchdog, references, consistency, host NIC DSCP
+    (docs/lint.md)."""
     from checks import lint as lints
     try:
         lab = lints.load_lab(name, None if priority < 0 else priority, dscp, cnp_dscp)

@@ -2,9 +2,9 @@
 
 No root and no running lab: it reads the topology and every switch's config_db.json and
 reports findings (severity, file, ``TABLE|key|field``, why it matters, the fix). Each rule is
-a small function with a stable id taking a ``Lab`` and yielding ``Finding``s; a rule about
-hosts (their NIC's DSCP/PCP, which needs host NIC settings in the topology) plugs into
-``RULES`` the same way, reading ``Lab.topology.hosts``. See docs/lint.md.
+a small function with a stable id taking a ``Lab`` and yielding ``Finding``s. The host rule
+reads each host's NIC settings file (labs.nic) against the switch port it is wired to, and
+its findings name the NIC file and field (``roce.dscp``). See docs/lint.md.
 """
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from fabric.config import BufferProfile, ConfigError, SwitchConfig
+from fabric.config import BufferProfile, ConfigError, SwitchConfig, port_name
 from fabric.config import load as load_config
 from fabric.qos import (HeadroomParams, bound, pg_of_tc, port_setting, qos_ports,
                         queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
-from labs.topology import Topology
+from labs.nic import NicSettings
+from labs.topology import Node, Topology
 from labs.topology import load as load_topology
 
 Severity = Literal["error", "warning", "info"]
@@ -377,6 +378,57 @@ def _class_facts(config: SwitchConfig, s: Settings) -> Iterator[tuple[str, str, 
                f"PORT_QOS_MAP|{source}|pfc_enable")
 
 
+def host_dscp(lab: Lab) -> Iterator[Finding]:
+    """The NIC and the switch port it is wired to must agree on the RoCE class: a host that
+    marks another DSCP or priority than the switch treats as lossless sends RoCE into a lossy
+    place, whatever the switches' own chain looks like."""
+    for host in lab.topology.hosts:
+        if host.nic is None:
+            continue
+        for iface in lab.topology.interfaces(host.name):
+            peer = lab.topology.peer(host.name, iface)
+            config = lab.configs.get(peer.node) if peer else None
+            if config is not None:  # a switch whose config loaded
+                yield from _host_on_port(host, iface, host.nic, peer.node, config,
+                                         port_name(peer.iface))
+
+
+def _host_on_port(host: Node, iface: str, nic: NicSettings, switch: str,
+                  config: SwitchConfig, port: str) -> Iterator[Finding]:
+    def bad(field: str, why: str, fix: str) -> Finding:
+        return Finding("error", "host-dscp", str(host.nic_path), field,
+                       f"{host.name}:{iface} -> {switch} {port}: {why}", fix)
+
+    roce, cnp = nic.roce, nic.cnp
+    enabled, _ = port_setting(config.qos, port, "pfc_enable")
+    tc, _ = tc_of_dscp(config, port, roce.dscp)
+    pg, _ = pg_of_tc(config, port, tc)
+    profile = config.qos.buffer_pg.get((port, pg))
+    lossless = tc in enabled and profile is not None \
+        and config.qos.buffer_profiles[profile].xoff is not None
+    if not lossless:
+        yield bad("roce.dscp",
+                  f"DSCP {roce.dscp} -> TC {tc} (PG {pg}), which is not lossless there (PFC "
+                  f"on {_list(enabled) or 'no priority'}): the host's RoCE drops under incast",
+                  "set roce.dscp to the DSCP the switches map to the lossless TC")
+    elif roce.priority != tc:
+        yield bad("roce.priority",
+                  f"RoCE is lossless in TC {tc} there, but the NIC sends on priority "
+                  f"{roce.priority}: the switch's PFC for priority {tc} does not pause it",
+                  f"set roce.priority to {tc}")
+    pcp_tc, dot1p_map = tc_of_pcp(config, port, roce.priority)
+    if dot1p_map is not None and lossless and pcp_tc != tc:
+        yield bad("roce.priority",
+                  f"PCP {roce.priority} -> TC {pcp_tc} but DSCP {roce.dscp} -> TC {tc}: the "
+                  "host's RoCEv1 (classified by PCP) is lossy", f"set roce.priority to {tc}")
+    cnp_tc, _ = tc_of_dscp(config, port, cnp.dscp)
+    if cnp_tc in enabled:
+        yield bad("cnp.dscp",
+                  f"CNP DSCP {cnp.dscp} -> TC {cnp_tc}, a lossless TC: CNPs are paused with "
+                  "the data they should slow down",
+                  "set cnp.dscp to the DSCP the switches map to the CNP TC (SONiC: 48)")
+
+
 RULES: dict[str, Rule] = {
     "references": references,
     "lossless-chain": lossless_chain,
@@ -385,6 +437,7 @@ RULES: dict[str, Rule] = {
     "cnp-queue": cnp_queue,
     "pfcwd-coverage": pfcwd_coverage,
     "consistency": consistency,
+    "host-dscp": host_dscp,
 }
 
 

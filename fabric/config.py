@@ -527,7 +527,30 @@ _PYDANTIC_PROBLEMS = {
     "string_type": "must be a string (got {input!r})",
     "string_too_short": "must not be empty",
     "list_type": "must be a list (got {input!r})",
+    "model_type": "must be a mapping (got {input!r})",
+    "bool_type": "must be true or false (got {input!r})",
+    "int_type": "must be an integer (got {input!r})",
+    "float_type": "must be a number (got {input!r})",
+    "greater_than": "must be greater than {gt} (got {input!r})",
+    "greater_than_equal": "must be at least {ge} (got {input!r})",
+    "less_than_equal": "must be at most {le} (got {input!r})",
 }
+
+
+def pydantic_problem(error: ValidationError) -> tuple[str, str]:
+    """(dotted field path, problem) of the first error, phrased as rocelab's one-line messages.
+
+    Public so that other rocelab files validated with pydantic (labs.nic) word their errors
+    the same way; the path is "" for a problem with the whole entry.
+    """
+    first = error.errors()[0]
+    ctx = first.get("ctx", {})
+    if first["type"] == "value_error":
+        problem = str(ctx["error"])
+    else:
+        template = _PYDANTIC_PROBLEMS.get(first["type"], first["msg"])
+        problem = template.format(input=first.get("input"), **ctx)
+    return ".".join(map(str, first["loc"])), _one_line(problem)
 
 
 def _validate(model: type[_M], fields: dict[str, Any]) -> _M:
@@ -535,14 +558,8 @@ def _validate(model: type[_M], fields: dict[str, Any]) -> _M:
     try:
         return model.model_validate(fields)
     except ValidationError as e:
-        error = e.errors()[0]
-        ctx = error.get("ctx", {})
-        if error["type"] == "value_error":
-            problem = str(ctx["error"])
-        else:
-            template = _PYDANTIC_PROBLEMS.get(error["type"], error["msg"])
-            problem = template.format(input=error.get("input"), **ctx)
-        raise _Invalid(problem, ".".join(map(str, error["loc"])) or None) from None
+        where, problem = pydantic_problem(e)
+        raise _Invalid(problem, where or None) from None
 
 
 # ---- what has been accepted so far

@@ -16,6 +16,8 @@ import yaml
 
 from fabric.config import ConfigError, SwitchConfig, port_name
 from fabric.config import load as load_switch_config
+from labs.nic import NIC_LABEL, NicError, NicSettings
+from labs.nic import load as load_nic
 
 # The lab's time scale S: every port runs at speed / S and data-plane time constants
 # stretch by S (DESIGN.md, "Time scale"). A node label, lab-wide when set in
@@ -80,6 +82,10 @@ class Node:
     config_path: Path | None = None  # a switch's config_db.json
     config: SwitchConfig | None = None  # parsed and validated
     time_scale: float = DEFAULT_TIME_SCALE  # label rocelab.time-scale
+    # a host's NIC settings file (label rocelab.nic) and its parsed settings; None without
+    # the label: nothing is assumed about that NIC (config.lint's host-dscp skips it)
+    nic_path: Path | None = None
+    nic: NicSettings | None = None
 
     @property
     def is_switch(self) -> bool:
@@ -249,11 +255,13 @@ class _Loader:
                 raise self.error(f"{where}.binds[{i}]", f"{source}: no such file or folder "
                                  f"(relative paths resolve against {self.dir})")
         labels = merged("labels")
+        nic_path, nic = self.nic(kind, labels, f"{where}.labels")
         return Node(name=name, kind=kind, image=image,
                     exec=self.strings(first("exec"), f"{where}.exec"), binds=binds,
                     labels=labels, env=merged("env"),
                     time_scale=self.time_scale(labels, f"{where}.labels"),
-                    config_path=self.config_path(where, kind, binds, first("startup-config")))
+                    config_path=self.config_path(where, kind, binds, first("startup-config")),
+                    nic_path=nic_path, nic=nic)
 
     def config_path(self, where: str, kind: str, binds: tuple[str, ...],
                     startup: Any) -> Path | None:
@@ -271,6 +279,23 @@ class _Loader:
             return path.resolve()
         raise self.error(where, f"a {kind} switch needs its config_db.json: bind it to "
                          f"{SONIC_CONFIG_TARGET} (binds) or name it in startup-config")
+
+    def nic(self, kind: str, labels: dict[str, str],
+            where: str) -> tuple[Path | None, NicSettings | None]:
+        """A host's NIC settings file (label ``rocelab.nic``), loaded now so that a bad file
+        stops ``lab.up`` before anything exists. Switches ignore the label, so a lab-wide one
+        in ``topology.defaults.labels`` is fine."""
+        name = labels.get(NIC_LABEL)
+        if kind not in HOST_KINDS or name is None:
+            return None, None
+        path = self.dir / name
+        if not path.is_file():
+            raise self.error(f"{where}.{NIC_LABEL}", f"{name}: no such file (relative paths "
+                             f"resolve against {self.dir})")
+        try:
+            return path.resolve(), load_nic(path.resolve())
+        except NicError as e:
+            raise TopologyError(str(e)) from None
 
     def time_scale(self, labels: dict[str, str], where: str) -> float:
         text = labels.get(TIME_SCALE_LABEL)

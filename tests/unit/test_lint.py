@@ -194,3 +194,34 @@ def test_task_exits_non_zero_on_errors(tmp_path):
     report = json.loads(run.stdout)
     assert report["counts"]["error"] >= 1
     assert "DSCP_TO_TC_MAP|AZURE|26" in {f["where"] for f in report["findings"]}
+
+
+def _write_nic(clab: Path, text: str) -> Path:
+    (clab.parent / "nic" / "default.yml").write_text(text)
+    return clab
+
+
+@pytest.mark.parametrize("lab", ["roce-v2-leafspine", "roce-v1-l2"])
+def test_host_dscp_mismatch_names_the_nic_file(tmp_path, lab):
+    """A host marking RoCE DSCP 0 lands in TC 0, lossy on its leaf port: one error (every host
+    shares the lab-wide file) naming the file and the field."""
+    clab = _write_nic(copy_lab(tmp_path, lab=lab), "roce: {dscp: 0}\n")
+    found = findings_of(clab, "host-dscp")
+    nic = str(clab.parent / "nic" / "default.yml")
+    assert [(f.severity, f.file, f.where) for f in found] == [("error", nic, "roce.dscp")]
+    assert "DSCP 0 -> TC 0" in found[0].why and "h1:eth1 -> leaf1 Ethernet8" in found[0].why
+
+
+def test_host_priority_and_cnp_mismatch(tmp_path):
+    clab = _write_nic(copy_lab(tmp_path, lab="roce-v1-l2"),
+                      "roce: {priority: 4}\ncnp: {dscp: 26}\n")
+    found = {f.where: f for f in findings_of(clab, "host-dscp")}
+    assert set(found) == {"roce.priority", "cnp.dscp"}
+    assert "priority 4" in found["roce.priority"].why
+    assert "CNP DSCP 26 -> TC 3" in found["cnp.dscp"].why
+
+
+def test_host_without_nic_settings_is_not_checked(tmp_path):
+    def no_label(doc: dict) -> None:
+        del doc["topology"]["kinds"]["linux"]["labels"]
+    assert findings_of(copy_lab(tmp_path, edit=no_label), "host-dscp") == []

@@ -43,8 +43,9 @@ def test_merges_kinds_groups_and_defaults(lab_copy):
         doc["topology"]["nodes"]["h1"]["labels"] = {"team": "h1"}
 
     topo = topology.load(lab_copy(edit=edit))
-    assert topo.nodes["h1"].labels == {"tier": "rack", "team": "h1"}
-    assert topo.nodes["h2"].labels == {"tier": "default", "team": "x"}
+    nic = {"rocelab.nic": "nic/default.yml"}  # from kinds.linux
+    assert topo.nodes["h1"].labels == {"tier": "rack", "team": "h1", **nic}
+    assert topo.nodes["h2"].labels == {"tier": "default", "team": "x", **nic}
     assert topo.nodes["h1"].image == "rocelab-host:latest"  # from kinds.linux
 
 
