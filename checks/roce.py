@@ -16,7 +16,7 @@ from ipaddress import IPv4Interface
 from pyroute2 import NetNS
 
 from fabric.config import SwitchConfig, port_name
-from fabric.qos import bound, pg_of_tc, queue_of_tc
+from fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp, tc_of_pcp
 from labs.lab import Lab
 from labs.topology import Topology
 
@@ -157,18 +157,18 @@ def expected_class(config: SwitchConfig, ingress: str, egress: str, frame: bytes
     written from the config: IP on a port with a DSCP map -> DSCP; anything else -> PCP
     through the dot1p map (untagged = 0); unmapped -> TC 0; PG from the ingress port's
     TC_TO_PRIORITY_GROUP_MAP, queue from the egress port's TC_TO_QUEUE_MAP (unmapped: 0)."""
-    qos, in_port, out_port = config.qos, port_name(ingress), port_name(egress)
+    in_port, out_port = port_name(ingress), port_name(egress)
     dscp_map, dscp_from = bound(config.qos, in_port, "dscp_to_tc_map")
     if is_ip(frame) and dscp_map is not None:
         _, packet = network(frame)
         dscp = packet[1] >> 2 if packet[0] >> 4 == 4 else ((packet[0] & 0x0F) << 2
                                                            | packet[1] >> 6)
-        tc = qos.dscp_to_tc[dscp_map].get(dscp, 0)
+        tc, _ = tc_of_dscp(config, in_port, dscp)
         why = f"DSCP {dscp} -> TC {tc} (DSCP_TO_TC_MAP {dscp_map} of {dscp_from})"
     else:
         dot1p_map, dot1p_from = bound(config.qos, in_port, "dot1p_to_tc_map")
         prio = pcp or 0
-        tc = qos.dot1p_to_tc[dot1p_map].get(prio, 0) if dot1p_map else 0
+        tc, _ = tc_of_pcp(config, in_port, prio)
         why = (f"PCP {prio}{'' if pcp is not None else ' (untagged)'} -> TC {tc} "
                + (f"(DOT1P_TO_TC_MAP {dot1p_map} of {dot1p_from})" if dot1p_map
                   else "(no DOT1P_TO_TC_MAP: default TC 0)"))

@@ -49,28 +49,32 @@ def qos_ports(config: SwitchConfig) -> list[str]:
     return sorted(ports, key=lambda p: int(p.removeprefix("Ethernet")))
 
 
+def _through(config: SwitchConfig, port: str, field: str, tables: dict[str, dict[int, int]],
+             key: int) -> tuple[int, str | None]:
+    """(value, map name) of ``key`` through the map ``field`` binds on ``port``; 0 when no
+    map is bound or the map leaves ``key`` out (SAI's default for every QoS map)."""
+    name, _ = bound(config.qos, port, field)
+    return (tables[name].get(key, 0) if name else 0), name
+
+
 def tc_of_dscp(config: SwitchConfig, port: str, dscp: int) -> tuple[int, str | None]:
-    """(TC, map name) for an IP packet with ``dscp`` arriving on ``port``; unmapped -> TC 0."""
-    name, _ = bound(config.qos, port, "dscp_to_tc_map")
-    return (config.qos.dscp_to_tc[name].get(dscp, 0) if name else 0), name
+    """(TC, map name) for an IP packet with ``dscp`` arriving on ``port``."""
+    return _through(config, port, "dscp_to_tc_map", config.qos.dscp_to_tc, dscp)
 
 
 def tc_of_pcp(config: SwitchConfig, port: str, pcp: int) -> tuple[int, str | None]:
-    """(TC, map name) for a frame with 802.1p priority ``pcp``; unmapped -> TC 0."""
-    name, _ = bound(config.qos, port, "dot1p_to_tc_map")
-    return (config.qos.dot1p_to_tc[name].get(pcp, 0) if name else 0), name
+    """(TC, map name) for a frame with 802.1p priority ``pcp``."""
+    return _through(config, port, "dot1p_to_tc_map", config.qos.dot1p_to_tc, pcp)
 
 
 def pg_of_tc(config: SwitchConfig, port: str, tc: int) -> tuple[int, str | None]:
-    """(ingress PG, map name) for ``tc`` on ``port``; unmapped -> PG 0."""
-    name, _ = bound(config.qos, port, "tc_to_pg_map")
-    return (config.qos.tc_to_pg[name].get(tc, 0) if name else 0), name
+    """(ingress PG, map name) for ``tc`` on ``port``."""
+    return _through(config, port, "tc_to_pg_map", config.qos.tc_to_pg, tc)
 
 
 def queue_of_tc(config: SwitchConfig, port: str, tc: int) -> tuple[int, str | None]:
-    """(egress queue, map name) for ``tc`` leaving by ``port``; unmapped -> queue 0."""
-    name, _ = bound(config.qos, port, "tc_to_queue_map")
-    return (config.qos.tc_to_queue[name].get(tc, 0) if name else 0), name
+    """(egress queue, map name) for ``tc`` leaving by ``port``."""
+    return _through(config, port, "tc_to_queue_map", config.qos.tc_to_queue, tc)
 
 
 # --------------------------------------------------------------------------- headroom
