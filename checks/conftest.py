@@ -106,7 +106,8 @@ def lab(request) -> labs.Lab:
                                                           f"{', '.join(missing)}"])),
                     pytrace=False)
     request.config.stash[LAB_INFO] = {"lab": lab.name, "runtime": lab.state.runtime,
-                                      "topology": lab.state.topology}
+                                      "topology": lab.state.topology,
+                                      "time_scale": lab.state.time_scale}
     return lab
 
 

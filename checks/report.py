@@ -5,12 +5,14 @@ Loaded with ``-p checks.report`` (``invoke check`` does). It
 - prints one line per check as it finishes: ``[PASS] name``, ``[FAIL] name: reason``
   (the first line of the assertion message), ``[SKIP] name: reason``, ``[ERROR] name:
   reason`` (the check could not run: setup failed);
-- writes ``<results>/summary.json``: lab, runtime, start time, duration, and per check its
-  outcome, reason, duration and evidence files;
-- ends with one count line: ``checks: 5 passed, 1 failed (results in ...)``.
+- writes ``<results>/summary.json``: lab, runtime, time scale, start time, duration, and
+  per check its outcome, reason, duration, evidence files, plots and fidelity;
+- writes ``<results>/summary.md`` from it (``checks.summary_md``), the page to read first;
+- ends with one count line: ``checks: 5 passed, 1 failed (results in ...) report: .../summary.md``.
 
 Checks attach evidence with ``record_evidence(item_or_request, path)``, or a whole folder
-with ``record_evidence_dir``; files are listed relative to the results folder.
+with ``record_evidence_dir``; a PNG to show in the report with ``record_plot``; whether the
+emulation kept up with ``record_fidelity``. Files are listed relative to the results folder.
 """
 from __future__ import annotations
 
@@ -21,9 +23,13 @@ from pathlib import Path
 
 import pytest
 
-LAB_INFO = pytest.StashKey[dict]()  # {"lab": ..., "runtime": ...}, set by the lab fixture
+from checks.summary_md import write_markdown
+
+LAB_INFO = pytest.StashKey[dict]()  # {"lab", "runtime", "time_scale"}, set by the lab fixture
 EVIDENCE = "evidence"
 EVIDENCE_DIR = "evidence_dir"
+PLOT = "plot"
+FIDELITY = "fidelity"
 LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}
 
 
@@ -48,6 +54,33 @@ def record_evidence_dir(request, path: str | Path) -> None:
     """Attach every file that ends up in ``path`` (listed when the session ends)."""
     node = getattr(request, "node", request)
     node.user_properties.append((EVIDENCE_DIR, str(path)))
+
+
+def record_plot(request, path: str | Path) -> None:
+    """Attach a PNG the report shows inline (it is not repeated as evidence)."""
+    node = getattr(request, "node", request)
+    node.user_properties.append((PLOT, str(path)))
+
+
+def record_fidelity(request, fidelity: dict) -> None:
+    """Say whether the emulation kept up during the check: ``{"ok": bool, "problems":
+    [str, ...]}`` plus any figures; the report warns when it did not."""
+    node = getattr(request, "node", request)
+    node.user_properties.append((FIDELITY, dict(fidelity)))
+
+
+def merged_fidelity(properties: list[tuple[str, object]]) -> dict | None:
+    """One fidelity per check: ok only if every record was ok, all problems listed, the
+    other figures of the latest record (None when the check recorded none)."""
+    records = [value for key, value in properties if key == FIDELITY]
+    if not records:
+        return None
+    merged: dict = {}
+    for record in records:
+        merged.update(record)
+    merged["ok"] = all(bool(r.get("ok", True)) and not r.get("problems") for r in records)
+    merged["problems"] = [p for r in records for p in r.get("problems") or []]
+    return merged
 
 
 def reason_of(report: pytest.TestReport) -> str:
@@ -154,11 +187,22 @@ class Report:
 
     def evidence(self, check: _Check, results: Path | None) -> list[str]:
         files: list[Path] = []
+        plots = {Path(str(value)).resolve() for key, value in check.properties if key == PLOT}
         for key, value in check.properties:
             if key == EVIDENCE:
                 files.append(Path(str(value)))
             elif key == EVIDENCE_DIR and Path(str(value)).is_dir():
-                files += sorted(p for p in Path(str(value)).rglob("*") if p.is_file())
+                files += sorted(p for p in Path(str(value)).rglob("*")
+                                if p.is_file() and p.resolve() not in plots)
+        return self.relative(files, results)
+
+    def plots(self, check: _Check, results: Path | None) -> list[str]:
+        return self.relative([Path(str(v)) for k, v in check.properties if k == PLOT], results)
+
+    @staticmethod
+    def relative(files: list[Path], results: Path | None) -> list[str]:
+        """Paths relative to the results folder when inside it (links in summary.md work
+        wherever the folder is copied), absolute otherwise; no duplicates."""
         out = []
         for f in files:
             f = f.resolve()
@@ -173,6 +217,7 @@ class Report:
         return {
             "lab": info.get("lab") or self.config.getoption("lab", default=None),
             "runtime": info.get("runtime"),
+            "time_scale": info.get("time_scale"),
             "started": datetime.fromtimestamp(self.started, timezone.utc).isoformat(
                 timespec="seconds"),
             "duration": round(time.time() - self.started, 3),
@@ -180,7 +225,9 @@ class Report:
             "counts": self.counts(),
             "checks": [{"name": c.name, "nodeid": c.nodeid, "outcome": c.outcome,
                         "reason": c.reason, "duration": round(c.duration, 3),
-                        "evidence": self.evidence(c, results)}
+                        "evidence": self.evidence(c, results),
+                        "plots": self.plots(c, results),
+                        "fidelity": merged_fidelity(c.properties)}
                        for c in self.checks.values()],
         }
 
@@ -189,13 +236,14 @@ class Report:
             self._print(check)
         summary = self.summary()
         results = results_dir(self.config)
+        where = ""
         if results is not None:
             results.mkdir(parents=True, exist_ok=True)
             (results / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+            where = f" (results in {results}) report: {write_markdown(results)}"
         counts = summary["counts"]
         parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "error", "skipped")
                  if counts[k] or k in ("passed", "failed")]
-        where = f" (results in {results})" if results else ""
         self._write(f"checks: {', '.join(parts)}{where}")
 
 

@@ -1,0 +1,214 @@
+"""PNG plots for a check run: queue/PG occupancy, PFC pause timeline, per-flow rates.
+
+A person reads these after a run, so every figure names its units and the lab time scale S:
+the x axis is wall time in ms (what the agent sampled), while data-plane time runs S times
+slower than the real fabric (1 ms of wall time is 1/S ms of fabric time) and rates are on the
+emulated wire (real rate / S). Data extraction is kept apart from drawing so it can be tested
+exactly; figures are drawn on a bare ``Figure`` with the Agg canvas (no display, no pyplot
+global state).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+PRIORITIES = range(8)
+PG_WORDS = ("PG", "XOFF", "XON", "HEADROOM")  # a threshold naming one of these is ingress
+
+
+def load_trace(path: str | Path) -> tuple[dict, list[dict]]:
+    """(header, samples) of an agent trace. The agent may be stopped mid-write, so an
+    unparsable last line is dropped; an unparsable line elsewhere is corruption and raises."""
+    lines = [line for line in Path(path).read_text().splitlines() if line.strip()]
+    if not lines:
+        raise ValueError(f"{path}: empty trace (no header line)")
+    header = json.loads(lines[0])
+    samples = []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            samples.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise ValueError(f"{path}:{number}: not a JSON sample") from None
+    return header, samples
+
+
+def nonzero_series(samples: list[dict], port: str, key: str) -> dict[int, list[int]]:
+    """Per index (queue or PG) of ``key`` on ``port``, its values over the samples, only for
+    indices ever non-zero: idle queues would only hide the interesting ones."""
+    rows = [s["ports"][port][key] for s in samples if port in s.get("ports", {})]
+    return {i: [row[i] for row in rows] for i in PRIORITIES if any(row[i] for row in rows)}
+
+
+def pause_spans(samples: list[dict], port: str, priority: int) -> list[tuple[float, float]]:
+    """(start_s, width_s) spans where egress ``priority`` of ``port`` was paused by received
+    PFC. Consecutive paused samples are one span; it ends when the last one's remaining pause
+    runs out, or at the next (unpaused) sample if that comes first (an XON ended it)."""
+    points = [(s["t"], s["ports"][port]["pause_s"][priority])
+              for s in samples if port in s.get("ports", {})]
+    spans: list[tuple[float, float]] = []
+    start = None
+    for i, (t, left) in enumerate(points):
+        if left > 0 and start is None:
+            start = t
+        if start is not None and left > 0 and (i + 1 == len(points) or points[i + 1][1] <= 0):
+            end = t + left if i + 1 == len(points) else min(t + left, points[i + 1][0])
+            spans.append((start, end - start))
+            start = None
+    return spans
+
+
+def paused_rows(traces: list[tuple[dict, list[dict]]]
+                ) -> list[tuple[str, list[tuple[float, float]]]]:
+    """One (label "node port P<n>", spans in s on a shared clock) per priority ever paused,
+    from loaded traces. Switches started tracing at different moments: their ``started``
+    epochs put them on one clock that starts with the earliest trace."""
+    if not traces:
+        return []
+    origin = min(h["started"] for h, _ in traces)
+    rows = []
+    for header, samples in traces:
+        shift = header["started"] - origin
+        for port in header["ports"]:
+            for p in PRIORITIES:
+                spans = pause_spans(samples, port, p)
+                if spans:
+                    rows.append((f"{header['node']} {port} P{p}",
+                                 [(start + shift, width) for start, width in spans]))
+    return rows
+
+
+def threshold_axis(label: str) -> str:
+    """"pg" for an ingress threshold (XOFF, XON, headroom, PG...), "queue" otherwise (ECN)."""
+    return "pg" if any(word in label.upper() for word in PG_WORDS) else "queue"
+
+
+def scale_note(time_scale: float) -> str:
+    return (f"lab time scale S = {time_scale:g}: 1 ms of wall time = "
+            f"{1e3 / time_scale:.3g} µs of fabric time")
+
+
+def format_rate(bps: float) -> str:
+    """A bit rate with the unit a person expects: 33.1 Mb/s, 99.3 Gb/s."""
+    for unit, size in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if abs(bps) >= size:
+            return f"{bps / size:.3g} {unit}"
+    return f"{bps:.3g} b/s"
+
+
+def goodput_label(flow: dict) -> str:
+    """Emulated goodput and what it stands for on the real fabric."""
+    scale = flow["time_scale"]
+    return (f"{format_rate(flow['goodput_bps'])} emulated = "
+            f"{format_rate(flow['goodput_bps'] * scale)} at S={scale:g}")
+
+
+def _save(fig: Figure, out_png: str | Path) -> Path:
+    out = Path(out_png)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(fig)
+    fig.savefig(out, dpi=100)
+    return out
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=12)
+
+
+def queue_plot(trace_path: str | Path, port: str, out_png: str | Path,
+               thresholds: dict[str, float] | None = None) -> Path:
+    """Egress queue depth (top) and ingress PG occupancy (bottom) of one port over time,
+    with optional threshold lines in bytes, e.g. {"XOFF PG3": 123456, "ECN min": 50000}."""
+    header, samples = load_trace(trace_path)
+    if port not in header["ports"]:
+        raise KeyError(f"{trace_path}: port {port} not traced (traced: "
+                       f"{', '.join(header['ports'])})")
+    times = [s["t"] * 1e3 for s in samples if port in s.get("ports", {})]
+    fig = Figure(figsize=(10, 7), layout="constrained")
+    queue_ax, pg_ax = fig.subplots(2, 1, sharex=True)
+    fig.suptitle(f"{header['node']} {port}: buffer occupancy\n{scale_note(header['time_scale'])}")
+    axes = {"queue": queue_ax, "pg": pg_ax}
+    for ax, key, name, what in ((queue_ax, "queue_bytes", "queue", "egress queue depth"),
+                                (pg_ax, "pg_bytes", "PG", "ingress PG occupancy")):
+        series = nonzero_series(samples, port, key)
+        for index, values in series.items():
+            ax.plot(times, [v / 1e3 for v in values], label=f"{name} {index}")
+        if not series:
+            _empty(ax, f"every {name} empty throughout")
+        ax.set_title(what)
+        ax.set_ylabel("KB (10³ bytes)")
+        ax.grid(alpha=0.3)
+    for label, value in (thresholds or {}).items():
+        axes[threshold_axis(label)].axhline(value / 1e3, linestyle="--", color="grey",
+                                            linewidth=1, label=f"{label} ({value:,} B)")
+    for ax in axes.values():
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper right", fontsize=8)
+    pg_ax.set_xlabel("wall time since trace start (ms)")
+    return _save(fig, out_png)
+
+
+def pause_timeline(trace_paths: Iterable[str | Path], out_png: str | Path) -> Path:
+    """When each (node, port, priority) had its egress paused by received PFC, one row each;
+    a run without any pause still gets a figure that says so."""
+    traces = [load_trace(p) for p in trace_paths]
+    rows = paused_rows(traces)
+    scales = sorted({header["time_scale"] for header, _ in traces})
+    fig = Figure(figsize=(10, max(3.0, 1.0 + 0.45 * len(rows))), layout="constrained")
+    ax = fig.subplots()
+    note = ", ".join(scale_note(s) for s in scales) or "no trace"
+    fig.suptitle(f"PFC pause timeline (egress paused by received PFC)\n{note}")
+    if not rows:
+        _empty(ax, "no PFC pause during the run")
+        ax.set_yticks([])
+    for y, (label, spans) in enumerate(rows):
+        ax.broken_barh([(start * 1e3, width * 1e3) for start, width in spans],
+                       (y - 0.4, 0.8), color=f"C{y % 10}")
+    if rows:
+        ax.set_yticks(range(len(rows)), [label for label, _ in rows])
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.invert_yaxis()
+    ax.set_ylabel("node port priority")
+    ax.set_xlabel("wall time since the first trace started (ms)")
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, out_png)
+
+
+def flow_plot(flows: list[dict], out_png: str | Path) -> Path:
+    """Per-flow goodput (bars, labelled with the real-fabric equivalent) and sending rate
+    over time (one line per flow), both on the emulated wire."""
+    fig = Figure(figsize=(10, 8), layout="constrained")
+    bar_ax, rate_ax = fig.subplots(2, 1)
+    scale = flows[0]["time_scale"] if flows else None
+    fig.suptitle("RoCE flows: goodput and sending rate (emulated wire)"
+                 + (f"\n{scale_note(scale)}" if scale else ""))
+    if not flows:
+        _empty(bar_ax, "no flows")
+        _empty(rate_ax, "no flows")
+        return _save(fig, out_png)
+    names = [f"{f['name']}\n{f['retransmitted']} retx, {f['cnps_received']} CNPs"
+             for f in flows]
+    bars = bar_ax.bar(names, [f["goodput_bps"] / 1e6 for f in flows],
+                      color=[f"C{i % 10}" for i in range(len(flows))])
+    bar_ax.bar_label(bars, [goodput_label(f) for f in flows], fontsize=8)
+    bar_ax.set_ylabel("goodput (Mb/s emulated)")
+    bar_ax.set_title("goodput per flow")
+    bar_ax.margins(y=0.2)
+    for i, flow in enumerate(flows):
+        series = flow.get("rate_series") or []
+        rate_ax.plot([t * 1e3 for t, _ in series], [r / 1e6 for _, r in series],
+                     color=f"C{i % 10}", label=flow["name"])
+    rate_ax.set_title("sending rate (DCQCN)")
+    rate_ax.set_xlabel("wall time since flow start (ms)")
+    rate_ax.set_ylabel("rate (Mb/s emulated)")
+    rate_ax.secondary_yaxis("right", functions=(lambda v: v * scale / 1e3,
+                                                lambda v: v * 1e3 / scale)
+                            ).set_ylabel(f"real-fabric equivalent (Gb/s, x S={scale:g})")
+    rate_ax.legend(loc="upper right", fontsize=8)
+    rate_ax.grid(alpha=0.3)
+    return _save(fig, out_png)

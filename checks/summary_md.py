@@ -1,0 +1,109 @@
+"""``summary.md``: the page a person reads first after ``invoke check``.
+
+Built from ``summary.json`` alone (so it can be rebuilt for an old results folder): title
+with lab, date, duration and time scale S; one verdict line; a table of checks; a warning
+per check whose emulation lost fidelity (its verdict says less than it seems); the plots
+inline; the evidence files. Keys beyond the basic ones (``time_scale``, per check
+``fidelity`` and ``plots``) may be missing and are read defensively.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ICONS = {"passed": "✅ PASS", "failed": "❌ FAIL", "error": "⚠️ ERROR", "skipped": "⏭️ SKIP"}
+
+
+def cell(text: object) -> str:
+    """Table-safe text: a pipe or a newline would break the row."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def verdict(checks: list[dict]) -> str:
+    """One line: all passed, or how many failed and could not run."""
+    count = {k: sum(c.get("outcome") == k for c in checks) for k in ICONS}
+    if not checks:
+        return "**No checks ran.**"
+    if not count["failed"] and not count["error"]:
+        skipped = f" ({count['skipped']} skipped)" if count["skipped"] else ""
+        return f"**All {count['passed']} checks passed.**{skipped}"
+    bad = [f"{count['failed']} failed"] + ([f"{count['error']} could not run (error)"]
+                                           if count["error"] else [])
+    return (f"**{', '.join(bad)}** of {len(checks)} checks "
+            f"({count['passed']} passed, {count['skipped']} skipped).")
+
+
+def fidelity_warnings(checks: list[dict]) -> list[str]:
+    """A line per check whose emulation did not keep up: its result may not hold on a
+    real fabric."""
+    out = []
+    for check in checks:
+        fidelity = check.get("fidelity") or {}
+        if fidelity.get("ok", True) and not fidelity.get("problems"):
+            continue
+        problems = "; ".join(str(p) for p in fidelity.get("problems") or []) or "no details"
+        out.append(f"- ⚠️ **{check.get('name')}**: the emulation lost fidelity "
+                   f"({problems}); its verdict may not hold on a real fabric.")
+    return out
+
+
+def title(summary: dict) -> list[str]:
+    scale = summary.get("time_scale")
+    duration = summary.get("duration")
+    facts = [f"started {summary.get('started') or 'unknown'}",
+             f"duration {duration:.1f} s" if isinstance(duration, (int, float))
+             else "duration unknown",
+             f"time scale S = {scale:g} (wire rate = speed / S)" if scale
+             else "time scale S not recorded"]
+    if summary.get("runtime"):
+        facts.append(f"runtime {summary['runtime']}")
+    return [f"# rocelab checks: {summary.get('lab') or 'unknown lab'}", "", " · ".join(facts)]
+
+
+def table(checks: list[dict]) -> list[str]:
+    rows = ["| outcome | check | reason | duration |", "|---|---|---|---:|"]
+    for c in checks:
+        rows.append(f"| {ICONS.get(c.get('outcome'), cell(c.get('outcome')))} "
+                    f"| {cell(c.get('name'))} | {cell(c.get('reason') or '')} "
+                    f"| {c.get('duration', 0):.2f} s |")
+    return rows
+
+
+def plots(checks: list[dict]) -> list[str]:
+    out = []
+    for c in checks:
+        for path in c.get("plots") or []:
+            out += [f"### {c.get('name')}: {Path(path).stem}", "", f"![{Path(path).stem}]({path})",
+                    ""]
+    return out
+
+
+def evidence(checks: list[dict]) -> list[str]:
+    out = []
+    for c in checks:
+        files = c.get("evidence") or []
+        if files:
+            out.append(f"- **{c.get('name')}**: " + ", ".join(f"[{Path(f).name}]({f})"
+                                                              for f in files))
+    return out
+
+
+def write_markdown(results_dir: str | Path) -> Path:
+    """Write ``<results_dir>/summary.md`` from its ``summary.json``; the path written."""
+    folder = Path(results_dir)
+    summary = json.loads((folder / "summary.json").read_text())
+    checks = summary.get("checks") or []
+    lines = [*title(summary), "", verdict(checks), ""]
+    warnings = fidelity_warnings(checks)
+    if warnings:
+        lines += ["## Fidelity", "", *warnings, ""]
+    lines += ["## Checks", "", *table(checks), ""]
+    figures = plots(checks)
+    if figures:
+        lines += ["## Plots", "", *figures]
+    files = evidence(checks)
+    if files:
+        lines += ["## Evidence", "", *files, ""]
+    out = folder / "summary.md"
+    out.write_text("\n".join(lines).rstrip("\n") + "\n")
+    return out

@@ -1,0 +1,136 @@
+"""checks.plots: trace loading, the series each figure picks, and that figures are PNGs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from checks import plots
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PORTS = ["Ethernet0", "Ethernet8"]
+
+
+def sample(t: float, queue3: int = 0, pg3: int = 0, pause3: float = 0.0) -> dict:
+    def port(q: int, pg: int, pause: float) -> dict:
+        return {"queue_bytes": [0, 0, 0, q, 0, 0, 0, 0], "pg_bytes": [0, 0, 0, pg, 0, 0, 0, 0],
+                "xoff": [False] * 8, "pause_s": [0.0, 0.0, 0.0, pause, 0.0, 0.0, 0.0, 0.0]}
+    return {"t": t, "ports": {"Ethernet0": port(queue3, pg3, pause3),
+                              "Ethernet8": port(0, 0, 0.0)},
+            "pools": {"ingress_lossless_pool": {"used": pg3, "headroom_used": 0}}}
+
+
+def write_trace(path: Path, samples: list[dict], node: str = "leaf1", started: float = 1000.0,
+                tail: str = "") -> Path:
+    header = {"node": node, "time_scale": 3000.0, "interval_ms": 1.0, "ports": PORTS,
+              "started": started}
+    path.write_text("\n".join(json.dumps(x) for x in [header, *samples]) + "\n" + tail)
+    return path
+
+
+def is_png(path: Path) -> bool:
+    return path.is_file() and path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_load_trace_drops_a_truncated_last_line(tmp_path):
+    path = write_trace(tmp_path / "t.jsonl", [sample(0.0), sample(0.001, 10)],
+                       tail='{"t": 0.002, "ports": {"Ether')
+    header, samples = plots.load_trace(path)
+    assert header["node"] == "leaf1"
+    assert [s["t"] for s in samples] == [0.0, 0.001]
+
+
+def test_load_trace_refuses_a_corrupt_line_in_the_middle(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write_trace(path, [sample(0.0)])
+    path.write_text(path.read_text() + "garbage\n" + json.dumps(sample(0.001)) + "\n")
+    with pytest.raises(ValueError, match=":3:"):
+        plots.load_trace(path)
+
+
+def test_load_trace_refuses_an_empty_file(tmp_path):
+    (tmp_path / "t.jsonl").write_text("")
+    with pytest.raises(ValueError, match="empty trace"):
+        plots.load_trace(tmp_path / "t.jsonl")
+
+
+def test_nonzero_series_keeps_only_queues_that_were_ever_used():
+    samples = [sample(0.0), sample(0.001, queue3=500), sample(0.002)]
+    assert plots.nonzero_series(samples, "Ethernet0", "queue_bytes") == {3: [0, 500, 0]}
+    assert plots.nonzero_series(samples, "Ethernet0", "pg_bytes") == {}
+    assert plots.nonzero_series(samples, "Ethernet8", "queue_bytes") == {}
+
+
+def test_pause_spans_join_consecutive_paused_samples():
+    samples = [sample(0.000), sample(0.001, pause3=0.5), sample(0.002, pause3=0.5),
+               sample(0.003), sample(0.004, pause3=0.0002), sample(0.005)]
+    spans = plots.pause_spans(samples, "Ethernet0", 3)
+    # the first pause was cut short by the next unpaused sample (XON); the second ran out
+    assert spans == [pytest.approx((0.001, 0.002)), pytest.approx((0.004, 0.0002))]
+    assert plots.pause_spans(samples, "Ethernet0", 0) == []
+    assert plots.pause_spans(samples, "Ethernet8", 3) == []
+
+
+def test_pause_still_running_at_the_end_lasts_its_remaining_time():
+    samples = [sample(0.0), sample(0.001, pause3=0.01)]
+    assert plots.pause_spans(samples, "Ethernet0", 3) == [pytest.approx((0.001, 0.01))]
+
+
+def test_paused_rows_put_switches_on_one_clock():
+    leaf = ({"node": "leaf1", "ports": PORTS, "started": 1000.0},
+            [sample(0.0), sample(0.001, pause3=0.0005), sample(0.002)])
+    spine = ({"node": "spine1", "ports": PORTS, "started": 1000.5},
+             [sample(0.0, pause3=0.0005), sample(0.001)])
+    rows = plots.paused_rows([leaf, spine])
+    assert [label for label, _ in rows] == ["leaf1 Ethernet0 P3", "spine1 Ethernet0 P3"]
+    assert rows[1][1] == [pytest.approx((0.5, 0.0005))]
+
+
+def test_thresholds_go_to_the_subplot_they_belong_to():
+    assert plots.threshold_axis("XOFF PG3") == "pg"
+    assert plots.threshold_axis("xon") == "pg"
+    assert plots.threshold_axis("ECN min") == "queue"
+
+
+def test_goodput_label_shows_the_real_fabric_equivalent():
+    flow = {"goodput_bps": 33.1e6, "time_scale": 3000.0}
+    assert plots.goodput_label(flow) == "33.1 Mb/s emulated = 99.3 Gb/s at S=3000"
+    assert plots.format_rate(950.0) == "950 b/s"
+
+
+def test_queue_plot_writes_a_png(tmp_path):
+    path = write_trace(tmp_path / "t.jsonl",
+                       [sample(i / 1000, queue3=i * 100, pg3=i * 50) for i in range(50)],
+                       tail='{"t"')
+    out = plots.queue_plot(path, "Ethernet0", tmp_path / "out" / "q.png",
+                           {"XOFF PG3": 2000, "ECN min": 3000})
+    assert out == tmp_path / "out" / "q.png" and is_png(out)
+
+
+def test_queue_plot_names_the_traced_ports_for_an_unknown_one(tmp_path):
+    path = write_trace(tmp_path / "t.jsonl", [sample(0.0)])
+    with pytest.raises(KeyError, match="Ethernet99 not traced.*Ethernet0, Ethernet8"):
+        plots.queue_plot(path, "Ethernet99", tmp_path / "q.png")
+
+
+def test_pause_timeline_writes_a_png_with_and_without_pauses(tmp_path):
+    paused = write_trace(tmp_path / "a.jsonl", [sample(0.0, pause3=0.001), sample(0.001)])
+    idle = write_trace(tmp_path / "b.jsonl", [sample(0.0), sample(0.001)], node="spine1")
+    assert is_png(plots.pause_timeline([paused, idle], tmp_path / "p.png"))
+    assert is_png(plots.pause_timeline([idle], tmp_path / "none.png"))
+
+
+def flow(name: str, goodput: float, series: list[list[float]]) -> dict:
+    return {"name": name, "src": name[:2], "dst": "h1", "bytes": 10 ** 6, "messages": 4,
+            "elapsed_s": 1.0, "goodput_bps": goodput,
+            "completion_s": {"p50": 0.1, "p99": 0.2, "max": 0.3}, "retransmitted": 2,
+            "naks_received": 1, "timeouts": 0, "cnps_received": 7, "rate_series": series,
+            "time_scale": 3000.0}
+
+
+def test_flow_plot_writes_a_png(tmp_path):
+    flows = [flow("h2->h1", 16e6, [[0.0, 33e6], [0.1, 20e6], [0.2, 16e6]]),
+             flow("h3->h1", 15e6, [])]
+    assert is_png(plots.flow_plot(flows, tmp_path / "f.png"))
+    assert is_png(plots.flow_plot([], tmp_path / "none.png"))
