@@ -18,44 +18,26 @@ import argparse
 import json
 import select
 import struct
-import subprocess
 import sys
 import time
 
 from fabric import afpacket
-from fabric.model.pause import QUANTUM_BITS
-from traffic import packets
+from traffic import hostnet, packets
+from traffic.pause import PauseTimer
 
 DEST_QPN = 0xB1A57  # the receiving QP: how a capture tells blast frames apart
 BTH_OFFSET = 14 + 20 + 8  # untagged IPv4 + UDP
 PSN = struct.Struct("!I")  # the BTH's last word: AckReq bit, reserved bits, 24-bit PSN
 
 
-def ip_json(*args: str) -> list[dict]:
-    proc = subprocess.run(["ip", "-j", *args], capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout or "[]")
-
-
-def next_hop_mac(iface: str, ip: str) -> str:
-    """The kernel's neighbour entry for ``ip``, after one ping if it has none."""
-    for attempt in range(2):
-        for entry in ip_json("neigh", "show", "to", ip, "dev", iface):
-            if "lladdr" in entry:
-                return entry["lladdr"]
-        if not attempt:
-            subprocess.run(["ping", "-n", "-c", "1", "-W", "1", ip], capture_output=True)
-    raise SystemExit(f"blast: no ARP entry for {ip} on {iface}")
-
-
 def template(iface: str, dst_ip: str, dscp: int, size: int) -> bytearray:
     """One RoCEv2 RC SEND frame of ``size`` bytes (ECT(0)) to ``dst_ip`` via the kernel's
     route; PSN and ICRC get rewritten per frame."""
-    route = ip_json("route", "get", dst_ip)[0]
-    if route["dev"] != iface:
-        raise SystemExit(f"blast: {dst_ip} is routed via {route['dev']}, not {iface}")
-    src_mac = ip_json("link", "show", "dev", iface)[0]["address"]
-    flow = packets.Flow(src_mac, next_hop_mac(iface, route.get("gateway", dst_ip)),
-                        route["prefsrc"], dst_ip, dscp=dscp)
+    try:
+        path = hostnet.path_to(iface, dst_ip)
+    except hostnet.NetError as e:
+        raise SystemExit(f"blast: {e}") from None
+    flow = packets.Flow(path.src_mac, path.next_hop_mac, path.src_ip, dst_ip, dscp=dscp)
     header = len(bytes(packets.rc_send(flow, DEST_QPN, 0, b"")))
     if size < header:
         raise SystemExit(f"blast: --size {size} is below the {header}-byte header")
@@ -69,41 +51,12 @@ class Sender:
         self.sock = afpacket.open_socket(iface, ignore_outgoing=True)
         self.frame = frame
         self.frame_s = len(frame) * 8 / rate_bps
-        self.quantum_s = QUANTUM_BITS / rate_bps
-        self.priority = priority
-        self.paused_until = 0.0
-        self.pause_began = 0.0
-        self.paused_s = 0.0
-        self.pfc = {"xoff": 0, "xon": 0, "pause": 0}
+        self.pause = PauseTimer(priority, rate_bps)
 
     def read_pauses(self, now: float) -> None:
         """Apply every PFC/PAUSE frame waiting on the socket."""
         while (got := afpacket.recv_frame(self.sock)) is not None:
-            frame = got[0]
-            quanta = packets.parse_pfc(frame)
-            if quanta is None:
-                if not packets.is_pause(frame):
-                    continue
-                self.pfc["pause"] += 1
-                quanta = {self.priority: struct.unpack_from("!H", frame, 16)[0]}
-            if self.priority not in quanta:
-                continue
-            q = quanta[self.priority]
-            self.pfc["xoff" if q else "xon"] += 1
-            self.pause(now, now + q * self.quantum_s)
-
-    def pause(self, now: float, until: float) -> None:
-        """Reload the pause timer at ``now``; ``until <= now`` resumes."""
-        self.settle(now)
-        self.pause_began = now
-        self.paused_until = max(until, now)
-
-    def settle(self, now: float) -> None:
-        """Count the time paused up to ``now`` (or to the pause's end, if sooner)."""
-        if self.paused_until > self.pause_began:
-            upto = min(now, self.paused_until)
-            self.paused_s += upto - self.pause_began
-            self.pause_began = upto
+            self.pause.on_frame(got[0], now)
 
     def run(self, count: int) -> dict:
         frame, psn_at, sock = self.frame, BTH_OFFSET + 8, self.sock
@@ -113,11 +66,11 @@ class Sender:
         while sent < count:
             now = time.monotonic()
             self.read_pauses(now)
-            if now < self.paused_until or now < next_at:
-                wake = max(self.paused_until, next_at)
+            if now < self.pause.until or now < next_at:
+                wake = max(self.pause.until, next_at)
                 select.select([sock], [], [], wake - now)
                 continue
-            self.settle(now)
+            self.pause.settle(now)
             PSN.pack_into(frame, psn_at, ackreq | sent & 0xFFFFFF)
             frame[-4:] = packets.icrc(frame).to_bytes(4, "big")
             try:
@@ -128,10 +81,10 @@ class Sender:
             sent += 1
             next_at = max(next_at, now - self.frame_s) + self.frame_s
         now = time.monotonic()
-        self.settle(now)
+        self.pause.settle(now)
         return {"sent": sent, "bytes": sent * len(frame), "frame_bytes": len(frame),
-                "pfc": self.pfc, "paused_s": self.paused_s, "elapsed_s": now - start,
-                "rate_bps": len(frame) * 8 / self.frame_s}
+                "pfc": self.pause.received, "paused_s": self.pause.paused_s,
+                "elapsed_s": now - start, "rate_bps": len(frame) * 8 / self.frame_s}
 
 
 def main(argv: list[str] | None = None) -> int:

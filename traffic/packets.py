@@ -239,7 +239,8 @@ def _network(flow: Flow, tlen: int, ecn: int) -> Packet:
     udp = UDP(sport=flow.sport, dport=ROCE_V2_PORT, chksum=0)
     if ip_address(flow.dst_ip).version == 6:
         return IPv6(src=flow.src_ip, dst=flow.dst_ip, tc=tclass, fl=0, hlim=flow.ttl) / udp
-    return IP(src=flow.src_ip, dst=flow.dst_ip, tos=tclass, ttl=flow.ttl, flags="DF") / udp
+    return IP(src=flow.src_ip, dst=flow.dst_ip, tos=tclass, ttl=flow.ttl, flags="DF",
+              id=0) / udp  # DF and ID 0, as rxe sends; traffic.wire builds the same bytes
 
 
 def pfc_frame(src_mac: str, quanta: Mapping[int, int]) -> Packet:

@@ -1,0 +1,259 @@
+"""traffic.wire (struct-built RoCEv2 frames) byte for byte against traffic.packets (scapy),
+and wire.parse round trips."""
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+import pytest
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import ARP, Dot1Q, Ether
+from scapy.packet import Raw
+
+from traffic import packets, wire
+
+SRC_MAC, DST_MAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
+SRC_IP, DST_IP = "10.0.0.1", "10.0.0.2"
+DQPN = 0x00ABCD
+PSN = 0xFEDCBA
+
+PAYLOADS = [1, 2, 3, 1023, 1024]
+WRITE = {"first": 0x06, "middle": 0x07, "last": 0x08, "only": 0x0A}
+SEND = {"first": 0x00, "middle": 0x01, "last": 0x02, "only": 0x04}
+
+
+def headers(*, dscp=26, ecn=2, src_mac=SRC_MAC, dst_mac=DST_MAC, src_ip=SRC_IP, dst_ip=DST_IP):
+    return wire.Headers(src_mac, dst_mac, src_ip, dst_ip, dscp=dscp, ecn=ecn, sport=0xC001)
+
+
+def flow(*, dscp=26, src_mac=SRC_MAC, dst_mac=DST_MAC, src_ip=SRC_IP, dst_ip=DST_IP):
+    return packets.Flow(src_mac, dst_mac, src_ip, dst_ip, sport=0xC001, dscp=dscp)
+
+
+def hexdiff(a: bytes, b: bytes) -> str:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"first difference at byte {i}: {x:#04x} != {y:#04x}"
+    return f"lengths {len(a)} != {len(b)}"
+
+
+def assert_same(ours: bytes, theirs: bytes) -> None:
+    assert ours == theirs, hexdiff(ours, theirs)
+
+
+# --------------------------------------------------------------------------- data frames
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("part", ["first", "middle", "last", "only"])
+@pytest.mark.parametrize("ackreq", [False, True])
+@pytest.mark.parametrize("ecn", [packets.NOT_ECT, packets.ECT0, packets.CE])
+def test_write_frames_match_scapy(payload, part, ackreq, ecn):
+    opcode = WRITE[part]
+    dma_len = 2500 if part == "first" else payload
+    reth = (0, dma_len) if part in ("first", "only") else None
+    ours = wire.data_frame(headers(ecn=ecn), DQPN, PSN, opcode, payload, ackreq=ackreq,
+                           reth=reth)
+    theirs = bytes(packets.rc_write(flow(), DQPN, PSN, bytes(payload),
+                                    vaddr=wire.REMOTE_VADDR, rkey=wire.RKEY, dma_len=dma_len,
+                                    part=part, ackreq=ackreq, ecn=ecn))
+    assert_same(ours, theirs)
+    assert packets.verify_icrc(ours)
+    ext = 16 if reth else 0
+    pad = -payload % 4
+    assert len(ours) == 14 + 20 + 8 + 12 + ext + payload + pad + 4
+
+
+@pytest.mark.parametrize("offset", [1024, 2048, 0x7FFF_0000])
+def test_a_write_reth_carries_the_remote_address_of_its_offset(offset):
+    ours = wire.data_frame(headers(), DQPN, PSN, 0x06, 1024, ackreq=False,
+                           reth=(offset, 1 << 20))
+    theirs = bytes(packets.rc_write(flow(), DQPN, PSN, bytes(1024),
+                                    vaddr=wire.REMOTE_VADDR + offset, rkey=wire.RKEY,
+                                    dma_len=1 << 20, part="first", ackreq=False,
+                                    ecn=packets.ECT0))
+    assert_same(ours, theirs)
+    vaddr, rkey, dma_len = struct.unpack_from("!QII", ours, wire.BTH_AT + 12)
+    assert (vaddr, rkey, dma_len) == (0x10000 + offset, 0x1234, 1 << 20)
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("part", ["first", "middle", "last", "only"])
+@pytest.mark.parametrize("ackreq", [False, True])
+def test_send_frames_match_scapy(payload, part, ackreq):
+    ours = wire.data_frame(headers(), DQPN, PSN, SEND[part], payload, ackreq=ackreq)
+    theirs = bytes(packets.rc_send(flow(), DQPN, PSN, bytes(payload), part=part,
+                                   ackreq=ackreq, ecn=packets.ECT0))
+    assert_same(ours, theirs)
+    assert packets.verify_icrc(ours)
+    assert len(ours) == 14 + 20 + 8 + 12 + payload + (-payload % 4) + 4
+
+
+@pytest.mark.parametrize("dscp", [0, 26, 46])
+@pytest.mark.parametrize("psn", [0, 1, 0xFFFFFF])
+@pytest.mark.parametrize("dqpn", [0, 1, 0xFFFFFF])
+def test_addresses_class_and_ids_match_scapy(dscp, psn, dqpn):
+    kw = dict(src_mac="aa:bb:cc:dd:ee:ff", dst_mac="01:23:45:67:89:ab",
+              src_ip="192.168.200.17", dst_ip="172.16.0.254")
+    ours = wire.data_frame(headers(dscp=dscp, ecn=1, **kw), dqpn, psn, 0x07, 7, ackreq=True)
+    theirs = bytes(packets.rc_write(flow(dscp=dscp, **kw), dqpn, psn, bytes(7), part="middle",
+                                    ackreq=True, ecn=packets.ECT1))
+    assert_same(ours, theirs)
+    info = packets.classify(ours)
+    assert (info.dscp, info.ecn, info.dqpn, info.psn, info.sport, info.ttl) == (
+        dscp, 1, dqpn, psn, 0xC001, 64)
+    assert (info.src, info.dst, info.icrc_ok, info.becn) == (
+        "192.168.200.17", "172.16.0.254", True, False)
+
+
+def test_the_ip_header_is_cached_per_length_and_stays_right():
+    h = headers()
+    a = wire.data_frame(h, DQPN, 1, 0x07, 100, ackreq=False)
+    b = wire.data_frame(h, DQPN, 2, 0x07, 200, ackreq=False)
+    c = wire.data_frame(h, DQPN, 3, 0x07, 100, ackreq=False)
+    for frame, psn, size in ((a, 1, 100), (b, 2, 200), (c, 3, 100)):
+        assert_same(frame, bytes(packets.rc_write(flow(), DQPN, psn, bytes(size),
+                                                  part="middle", ackreq=False,
+                                                  ecn=packets.ECT0)))
+    assert sorted(h._by_length) == [116, 216]
+
+
+def test_ipv4_checksum_of_a_known_header():
+    # the classic example header (Wikipedia, "IPv4 header checksum")
+    header = bytes.fromhex("450000730000400040110000c0a80001c0a800c7")
+    assert wire.ipv4_checksum(header) == 0xB861
+
+
+# --------------------------------------------------------------------------- ACK, NAK, CNP
+
+
+@pytest.mark.parametrize("psn, msn", [(0, 0), (5, 1), (0xFFFFFF, 0xFFFFFF), (0x123456, 42)])
+def test_ack_frames_match_scapy(psn, msn):
+    ours = wire.ack_frame(headers(ecn=0), DQPN, psn, msn)
+    theirs = bytes(packets.rc_ack(flow(), DQPN, psn, msn, ecn=0))
+    assert_same(ours, theirs)
+    assert packets.verify_icrc(ours)
+    assert len(ours) == 14 + 20 + 8 + 12 + 4 + 4
+    assert ours[wire.BTH_AT + 12:wire.BTH_AT + 16] == bytes([0x1F]) + msn.to_bytes(3, "big")
+
+
+@pytest.mark.parametrize("psn, msn", [(0, 0), (5, 1), (0xFFFFFF, 0xFFFFFF), (0x123456, 42)])
+def test_nak_frames_match_scapy(psn, msn):
+    ours = wire.ack_frame(headers(ecn=0), DQPN, psn, msn, nak=True)
+    theirs = bytes(packets.rc_nak(flow(), DQPN, psn, msn, ecn=0))
+    assert_same(ours, theirs)
+    assert packets.verify_icrc(ours)
+    assert ours[wire.BTH_AT + 12] == 0x60
+
+
+@pytest.mark.parametrize("dqpn", [0, 0x11, 0xFFFFFF])
+def test_cnp_frames_match_scapy(dqpn):
+    ours = wire.cnp_frame(headers(dscp=48, ecn=0), dqpn)
+    theirs = bytes(packets.cnp(dataclasses.replace(flow(), dscp=48), dqpn))
+    assert_same(ours, theirs)
+    assert packets.verify_icrc(ours)
+    assert len(ours) == 14 + 20 + 8 + 12 + 16 + 4
+    info = packets.classify(ours)
+    assert (info.opcode, info.becn, info.psn, info.dqpn, info.dscp, info.ecn) == (
+        0x81, True, 0, dqpn, 48, 0)
+
+
+def test_a_corrupted_frame_fails_the_icrc():
+    frame = bytearray(wire.data_frame(headers(), DQPN, PSN, 0x0A, 64, ackreq=True,
+                                      reth=(0, 64)))
+    frame[wire.BTH_AT + 30] ^= 1  # a payload bit
+    assert not packets.verify_icrc(bytes(frame))
+
+
+# --------------------------------------------------------------------------- parse
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("opcode", [0x00, 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x0A])
+@pytest.mark.parametrize("ackreq", [False, True])
+@pytest.mark.parametrize("ecn", [0, 1, 2, 3])
+def test_parse_round_trips_data_frames(payload, opcode, ackreq, ecn):
+    reth = (1024, 4096) if opcode in (0x06, 0x0A) else None
+    frame = wire.data_frame(headers(ecn=ecn), DQPN, PSN, opcode, payload, ackreq=ackreq,
+                            reth=reth)
+    assert wire.parse(frame) == wire.Incoming(
+        src_ip=bytes([10, 0, 0, 1]), ecn=ecn, opcode=opcode, dqpn=DQPN, psn=PSN,
+        ackreq=ackreq, payload=payload, aeth=None)
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_parse_reads_scapy_built_frames_too(payload):
+    frame = bytes(packets.rc_write(flow(), 7, 9, bytes(payload), part="only",
+                                   ecn=packets.CE))
+    got = wire.parse(frame)
+    assert (got.opcode, got.dqpn, got.psn, got.ackreq, got.payload, got.ecn) == (
+        0x0A, 7, 9, True, payload, 3)
+
+
+@pytest.mark.parametrize("nak, syndrome", [(False, 0x1F), (True, 0x60)])
+@pytest.mark.parametrize("psn, msn", [(0, 0), (77, 3), (0xFFFFFF, 0xFFFFFF)])
+def test_parse_round_trips_acks_and_naks(nak, syndrome, psn, msn):
+    frame = wire.ack_frame(wire.Headers(DST_MAC, SRC_MAC, DST_IP, SRC_IP, dscp=26, ecn=0,
+                                        sport=0xC001), DQPN, psn, msn, nak=nak)
+    got = wire.parse(frame)
+    assert got == wire.Incoming(src_ip=bytes([10, 0, 0, 2]), ecn=0, opcode=0x11, dqpn=DQPN,
+                                psn=psn, ackreq=False, payload=0,
+                                aeth=syndrome << 24 | msn)
+    assert (got.aeth >> 29 == 0b011) is nak  # how the endpoint tells a NAK from an ACK
+
+
+def test_parse_reads_a_cnp():
+    got = wire.parse(wire.cnp_frame(headers(dscp=48, ecn=0), 0x42))
+    assert (got.opcode, got.dqpn, got.psn, got.ackreq, got.ecn, got.aeth) == (
+        0x81, 0x42, 0, False, 0, None)
+
+
+def test_parse_counts_no_payload_in_a_cnp():
+    # the CNP's 16 reserved bytes are an extension header, not payload
+    assert wire.parse(wire.cnp_frame(headers(dscp=48, ecn=0), 0x42)).payload == 0
+
+
+def test_parse_ignores_ethernet_padding_after_the_frame():
+    frame = wire.ack_frame(headers(ecn=0), DQPN, 3, 1)
+    assert wire.parse(frame + bytes(6)) == wire.parse(frame)
+
+
+def _not_roce_frames():
+    roce = wire.data_frame(headers(), DQPN, PSN, 0x0A, 1024, ackreq=True, reth=(0, 1024))
+    eth = Ether(src=SRC_MAC, dst=DST_MAC)
+    return {
+        "arp": bytes(eth / ARP(psrc=SRC_IP, pdst=DST_IP)),
+        "ipv4 tcp": bytes(eth / IP(src=SRC_IP, dst=DST_IP) / TCP(sport=4791, dport=4791)
+                          / Raw(bytes(64))),
+        "udp to another port": bytes(eth / IP(src=SRC_IP, dst=DST_IP)
+                                     / UDP(sport=0xC001, dport=4792) / Raw(bytes(64))),
+        "udp from 4791 to another port": bytes(eth / IP(src=SRC_IP, dst=DST_IP)
+                                               / UDP(sport=4791, dport=53) / Raw(bytes(64))),
+        "truncated below the headers": roce[:57],
+        "headers only": roce[:42],
+        "empty": b"",
+        "pfc": bytes(packets.pfc_frame(SRC_MAC, {3: 100})),
+        "pause": bytes(packets.pause_frame(SRC_MAC, 100)),
+        "vlan-tagged roce": bytes(Ether(src=SRC_MAC, dst=DST_MAC) / Dot1Q(vlan=10, prio=3)
+                                  / IP(src=SRC_IP, dst=DST_IP)
+                                  / UDP(sport=0xC001, dport=4791) / Raw(bytes(80))),
+        "ipv4 with options": bytes(eth / IP(src=SRC_IP, dst=DST_IP, options=b"\x01" * 4)
+                                   / UDP(sport=0xC001, dport=4791) / Raw(bytes(80))),
+        "roce over ipv6": bytes(packets.rc_write(
+            packets.Flow(SRC_MAC, DST_MAC, "fd00::1", "fd00::2"), DQPN, PSN, bytes(64))),
+        "roce v1": bytes(packets.rc_write(packets.Flow(SRC_MAC, DST_MAC, version=1), DQPN,
+                                          PSN, bytes(64))),
+    }
+
+
+@pytest.mark.parametrize("name", list(_not_roce_frames()))
+def test_parse_returns_none_for_anything_but_untagged_ipv4_roce(name):
+    assert wire.parse(_not_roce_frames()[name]) is None
+
+
+@pytest.mark.parametrize("keep", [58, 100, 1097])
+def test_parse_returns_none_for_a_truncated_frame(keep):
+    # shorter than its IPv4 total length says: not a whole packet
+    frame = wire.data_frame(headers(), DQPN, PSN, 0x0A, 1024, ackreq=True, reth=(0, 1024))
+    assert len(frame) == 1098
+    assert wire.parse(frame[:keep]) is None
