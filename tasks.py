@@ -1,6 +1,7 @@
 """invoke tasks: the user's entry points. Thin: the work lives in labs/, fabric/, traffic/."""
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -17,7 +18,9 @@ from labs import lab as labs
 from labs import state as states
 from labs.runtimes.netns import LabError
 from labs.topology import TopologyError
+from traffic import patterns, softroce, tcp_baseline
 from traffic import probe as probes
+from traffic import summary as traffic_summary
 
 console = Console(width=None if sys.stdout.isatty() else 110)
 USER_ERRORS = (LabError, TopologyError, ConfigError, AgentError)
@@ -243,6 +246,130 @@ def probe(c, src, dst, lab="", kind="v2", count=3, dscp=26, ecn=2, pcp=3, vlan="
         console.print(f"evidence: {result.pcap_dir} (one pcapng per interface)")
 
 
+def _hosts(text: str, lab: labs.Lab) -> list[str]:
+    """A comma-separated host list; empty means every host of the lab."""
+    names = [h.strip() for h in text.split(",") if h.strip()]
+    return names or [h.name for h in lab.topology.hosts]
+
+
+def _run_pattern(lab: str, pattern: str, build, json_path: str, timeout: float,
+                 dcqcn: str) -> None:
+    """Run a pattern with a progress bar, print the flow table, write JSON, exit 1 unless
+    every message arrived."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeElapsedColumn
+    nic = None
+    if dcqcn:
+        if dcqcn not in ("on", "off"):
+            raise _fail(f"--dcqcn {dcqcn!r}: say on or off")
+        nic = {"*": {"dcqcn": {"enabled": dcqcn == "on"}}}
+    try:
+        handle = labs.running(lab)
+        flows = build(handle)
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      DownloadColumn(), TimeElapsedColumn(), console=console) as bar:
+            job = bar.add_task(f"{pattern}: {len(flows)} flows", total=None)
+            result = patterns.run(handle, flows, pattern=pattern, timeout_s=timeout, nic=nic,
+                                  progress=lambda done, total: bar.update(job, completed=done,
+                                                                          total=total))
+    except (*USER_ERRORS, patterns.PatternError) as e:
+        raise _fail(e) from None
+    console.print(traffic_summary.flow_table(result))
+    console.print(traffic_summary.verdict(result))
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
+        console.print(f"results: {json_path}")
+    if not result["complete"]:
+        raise Exit(code=1)
+
+
+PATTERN_HELP = {"lab": "lab name or topology path", "size": "message bytes",
+                "count": "messages per flow", "qps": "QPs per pair of hosts",
+                "json": "write every flow's results here", "timeout": "seconds before giving up",
+                "dcqcn": "on or off for every host (default: the hosts' NIC settings)"}
+
+
+@task(help={**PATTERN_HELP, "to": "receiving host", "from": "sending hosts (default: all others)"})
+def incast(c, lab, to="", from_="", size=65536, count=16, qps=1, json="", timeout=60,
+           dcqcn=""):
+    """N:1 RoCE incast (RDMA WRITE over RC QPs) through the lab."""
+    if not to:
+        raise _fail("give the receiver: --to h1")
+    _run_pattern(lab, "incast", lambda h: patterns.incast(
+        to, [s for s in _hosts(from_, h) if s != to], size, count, qps), json, timeout, dcqcn)
+
+
+@task(help={**PATTERN_HELP, "hosts": "hosts, comma-separated (default: all)"})
+def alltoall(c, lab, hosts="", size=65536, count=8, qps=1, json="", timeout=60, dcqcn=""):
+    """Every host sends to every other host at once."""
+    _run_pattern(lab, "alltoall", lambda h: patterns.alltoall(_hosts(hosts, h), size, count,
+                                                               qps), json, timeout, dcqcn)
+
+
+@task(help={**{k: v for k, v in PATTERN_HELP.items() if k not in ("count", "qps")},
+            "hosts": "ring order, comma-separated (default: all hosts)",
+            "size": "bytes each host reduces (split in N chunks)"})
+def allreduce(c, lab, hosts="", size=4 << 20, json="", timeout=60, dcqcn=""):
+    """Ring all-reduce: 2(N-1) steps, each host's step waiting for its neighbour's chunk."""
+    _run_pattern(lab, "allreduce", lambda h: patterns.ring_allreduce(_hosts(hosts, h), size),
+                 json, timeout, dcqcn)
+
+
+@task(help={"lab": "lab name or topology path", "src": "client host (sends)",
+            "dst": "server host (receives)", "test": "write_bw or send_lat",
+            "size": "message bytes (0: every size, perftest -a)",
+            "iterations": "iterations per size"})
+def perftest(c, lab, src="", dst="", test="write_bw", size=65536, iterations=1000):
+    """perftest over Soft-RoCE (rdma_rxe) between two hosts; says what is missing if it can't."""
+    if not src or not dst:
+        raise _fail("give both hosts: --src h2 --dst h1")
+    found = softroce.detect()
+    if not found.available:
+        raise Exit(f"rocelab: {found.reason}", code=1)
+    try:
+        handle = labs.running(lab)
+        with console.status(f"{softroce.TESTS.get(test, test)} {src} -> {dst}"):
+            run = softroce.run(handle, src, dst, test, size=size or None, iterations=iterations)
+    except (*USER_ERRORS, softroce.SoftRoceError, tcp_baseline.TcpBaselineError) as e:
+        raise _fail(e) from None
+    columns = list(run.rows[0])
+    table = Table(title=f"{softroce.TESTS[test]} {src} -> {dst} in {handle.name} (Soft-RoCE)")
+    for col in columns:
+        table.add_column(col, justify="right")
+    for row in run.rows:
+        table.add_row(*(f"{row[col]:g}" for col in columns))
+    console.print(table)
+
+
+@task(name="tcp-incast",
+      help={"lab": "lab name or topology path", "to": "receiving host",
+            "from": "sending hosts, comma-separated",
+            "seconds": "how long each flow sends (whole seconds)",
+            "bytes": "send this many bytes per flow instead of for --seconds",
+            "dscp": "DSCP of every flow (TOS = DSCP << 2): 26 lossless class, 0 lossy"})
+def tcp_incast(c, lab, to="", from_="", seconds=5, bytes_=0, dscp=0):
+    """N:1 TCP incast with iperf3: the kernel-TCP baseline for the RoCE incast."""
+    srcs = [s.strip() for s in from_.split(",") if s.strip()]
+    if not to or not srcs:
+        raise _fail("give the receiver and the senders: --to h1 --from h2,h3")
+    try:
+        handle = labs.running(lab)
+        with console.status(f"TCP incast {','.join(srcs)} -> {to}"):
+            result = tcp_baseline.incast(handle, to, srcs, seconds=None if bytes_ else seconds,
+                                         nbytes=bytes_ or None, dscp=dscp)
+    except (*USER_ERRORS, tcp_baseline.TcpBaselineError) as e:
+        raise _fail(e) from None
+    table = Table(title=f"TCP incast {','.join(srcs)} -> {to} in {handle.name} (DSCP {dscp})")
+    for col in ("from", "port", "seconds", "sent bytes", "received bytes", "goodput Mb/s",
+                "retransmits"):
+        table.add_column(col, justify="left" if col == "from" else "right")
+    for f in result.flows:
+        table.add_row(f.src, str(f.port), f"{f.seconds:.2f}", f"{f.sent_bytes:,}",
+                      f"{f.received_bytes:,}", f"{f.goodput_bps / 1e6:.2f}", str(f.retransmits))
+    table.add_row("total", "", "", f"{result.sent_bytes:,}", f"{result.received_bytes:,}",
+                  f"{result.goodput_bps / 1e6:.2f}", str(result.retransmits), style="bold")
+    console.print(table)
+
+
 def _probe_table(lab: str, result: probes.ProbeResult) -> Table:
     """One row per interface and direction; values that differ from what was sent in yellow."""
     table = Table(title=f"{result.kind} probe {result.src} -> {result.dst} in {lab} "
@@ -346,7 +473,7 @@ def _lint_table(lab, findings) -> Table:
 lab_tasks = Collection("lab", up, down, status, pingall, list_, cleanup, trace)
 lab_tasks.add_task(exec_, name="exec")
 lab_tasks.add_task(export_lab, name="export")
-traffic_tasks = Collection("traffic", probe)
+traffic_tasks = Collection("traffic", probe, incast, alltoall, allreduce, perftest, tcp_incast)
 ns = Collection(lab_tasks, traffic_tasks, test, bench, check)
 ns.add_collection(Collection("image", build=build_images))
 ns.add_collection(Collection("config", lint))

@@ -1,0 +1,283 @@
+"""The traffic AI training puts on a fabric, as RoCE flows between a lab's hosts, and the
+runner that drives ``traffic.endpoint`` processes in the hosts and gathers their results.
+
+- incast: N senders to one receiver (a parameter server, the last stage of a reduction);
+- all-to-all: every host to every other (expert parallelism, shuffles);
+- ring all-reduce: host i sends to host i+1 in 2(N-1) steps of size/N, each step waiting
+  for the previous step's chunk from host i-1 (data parallel gradient synchronisation), so
+  the slowest link paces the whole ring.
+
+Every flow is one RC QP. QPNs, starting PSNs and UDP source ports are agreed here, as
+connection set-up would; source ports differ per flow, so ECMP spreads them.
+"""
+from __future__ import annotations
+
+import json
+import math
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from labs.lab import Lab
+from labs.nic import NicSettings
+from labs.runtimes.netns import PROJECT_ROOT
+from labs.topology import Node
+from traffic.rc import Operation
+
+SENDER_QPN = 0x100
+RECEIVER_QPN = 0x800
+SPORT_BASE = 0xC000
+# Packets a QP keeps in flight. A NIC bounds RDMA WRITEs only by the PSN space, so the
+# window is wide: congestion control and PFC, not the window, must keep queues in check.
+WINDOW = 1024
+FRAME_OVERHEAD = 14 + 20 + 8 + 12 + 16 + 4  # Ethernet, IPv4, UDP, BTH, RETH, ICRC
+START_TIMEOUT_S = 15.0
+
+
+NicOverrides = dict[str, dict[str, dict[str, Any]]]  # host or "*" -> section -> fields
+
+
+class PatternError(RuntimeError):
+    """A pattern that cannot run as asked (one line)."""
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One RC QP: ``count`` messages of ``size`` bytes from ``src`` to ``dst``."""
+
+    src: str
+    dst: str
+    size: int
+    count: int
+    op: Operation = "write"
+    after: str | None = None  # a flow into ``src`` whose messages gate this one's
+    qp: int | None = None  # which of several QPs between the same hosts
+
+    @property
+    def name(self) -> str:
+        return f"{self.src}->{self.dst}" + ("" if self.qp is None else f"#{self.qp}")
+
+
+def _pair(src: str, dst: str, size: int, count: int, qps: int) -> list[FlowSpec]:
+    """``qps`` QPs between two hosts, as collective libraries open several per peer."""
+    if qps < 1:
+        raise PatternError(f"qps must be at least 1 (got {qps})")
+    if qps == 1:
+        return [FlowSpec(src, dst, size, count)]
+    return [FlowSpec(src, dst, size, count, qp=q) for q in range(qps)]
+
+
+def incast(dst: str, srcs: list[str], size: int, count: int, qps: int = 1) -> list[FlowSpec]:
+    if dst in srcs:
+        raise PatternError(f"incast: {dst} is both the receiver and a sender")
+    return [f for src in srcs for f in _pair(src, dst, size, count, qps)]
+
+
+def alltoall(hosts: list[str], size: int, count: int, qps: int = 1) -> list[FlowSpec]:
+    return [f for a in hosts for b in hosts if a != b for f in _pair(a, b, size, count, qps)]
+
+
+def ring_allreduce(hosts: list[str], size: int) -> list[FlowSpec]:
+    """Reduce-scatter then all-gather around the ring: 2(N-1) chunks of size/N per hop."""
+    n = len(hosts)
+    if n < 2:
+        raise PatternError("allreduce: a ring needs at least two hosts")
+    chunk = math.ceil(size / n)
+    return [FlowSpec(h, hosts[(i + 1) % n], chunk, 2 * (n - 1),
+                     after=f"{hosts[i - 1]}->{h}") for i, h in enumerate(hosts)]
+
+
+def retransmit_timeout(flows: list[FlowSpec], line_bps: float, mtu: int,
+                       window: int = WINDOW) -> float:
+    """A timeout no lossless queue can trip: twice as long as the busiest receiver's port
+    takes to drain every packet its flows can have in flight, and at least 0.5 s of wall
+    time. A real NIC's timeout is ~10^4 round trips; the emulation cannot afford that, but
+    it must never fire when nothing was lost."""
+    in_flight: dict[str, int] = {}
+    for f in flows:
+        packets = min(window, math.ceil(f.size / mtu) * f.count)
+        in_flight[f.dst] = in_flight.get(f.dst, 0) + packets
+    return max(0.5, 2 * max(in_flight.values()) * (mtu + FRAME_OVERHEAD) * 8 / line_bps)
+
+
+def nic_settings(node: Node, overrides: NicOverrides | None) -> NicSettings:
+    """A host's NIC settings with ``overrides`` (for the host, or ``*`` for every host)
+    laid over its file's, section by section: how a check turns DCQCN off or mis-marks one
+    host without editing the lab."""
+    settings = node.nic or NicSettings()
+    for key in ("*", node.name):
+        for section, fields in (overrides or {}).get(key, {}).items():
+            current = getattr(settings, section)
+            settings = settings.model_copy(update={
+                section: type(current).model_validate({**current.model_dump(), **fields})})
+    return settings
+
+
+def check_hosts(lab: Lab, flows: list[FlowSpec]) -> dict[str, Node]:
+    """The lab's hosts by name, once every flow's ends are among them."""
+    hosts = {h.name: h for h in lab.topology.hosts}
+    for flow in flows:
+        for end in (flow.src, flow.dst):
+            if end not in hosts:
+                raise PatternError(f"lab {lab.name} has no host {end!r} "
+                                   f"(hosts: {', '.join(hosts)})")
+        if flow.src == flow.dst:
+            raise PatternError(f"flow {flow.name}: a host cannot send to itself")
+    return hosts
+
+
+def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
+          speed_mbps: int, nic: NicOverrides | None = None) -> dict[str, dict]:
+    """Each host's endpoint spec (see ``traffic.endpoint``)."""
+    hosts = check_hosts(lab, flows)
+    addresses = lab.host_addresses()
+    out: dict[str, dict] = {}
+    for name in sorted({f.src for f in flows} | {f.dst for f in flows}):
+        node = hosts[name]
+        if name not in addresses:
+            raise PatternError(f"host {name} has no IPv4 address on a lab link")
+        out[name] = {"iface": lab.topology.interfaces(name)[0], "time_scale": node.time_scale,
+                     "speed_mbps": speed_mbps, "timeout_s": timeout_s,
+                     "nic": nic_settings(node, nic).model_dump(),
+                     "send": [], "receive": []}
+    for i, flow in enumerate(flows):
+        psn = (i * 0x10000 + 0xFFFF00) % (1 << 24)  # a few flows wrap their PSN on the way
+        common = {"name": flow.name, "start_psn": psn, "sport": SPORT_BASE + i}
+        out[flow.src]["send"].append({
+            **common, "qpn": SENDER_QPN + i, "peer_qpn": RECEIVER_QPN + i,
+            "peer_ip": addresses[flow.dst], "size": flow.size, "count": flow.count,
+            "op": flow.op, "window": WINDOW, "rto_s": rto_s, "after": flow.after})
+        out[flow.dst]["receive"].append({
+            **common, "qpn": RECEIVER_QPN + i, "peer_qpn": SENDER_QPN + i,
+            "peer_ip": addresses[flow.src], "count": flow.count})
+    return out
+
+
+Progress = Callable[[int, int], None]  # (bytes acknowledged so far, bytes in all flows)
+
+
+def run(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 60.0,
+        speed_mbps: int = 100_000, nic: NicOverrides | None = None,
+        progress: Progress | None = None) -> dict[str, Any]:
+    """Run ``flows`` concurrently through ``lab`` and return every flow's results.
+
+    All endpoints start, open their sockets and resolve their peers before any sends (a
+    ``go`` to all at once). The run ends when every endpoint reported done, or at
+    ``timeout_s``, when the endpoints report what they got so far."""
+    if not flows:
+        raise PatternError(f"{pattern}: no flows")
+    nodes = check_hosts(lab, flows)
+    scale = nodes[flows[0].src].time_scale
+    mtu = nic_settings(nodes[flows[0].src], nic).roce.mtu
+    rto_s = retransmit_timeout(flows, speed_mbps * 1e6 / scale, mtu)
+    per_host = specs(lab, flows, rto_s=rto_s, timeout_s=timeout_s, speed_mbps=speed_mbps,
+                     nic=nic)
+    total = sum(f.size * f.count for f in flows)
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        for host, spec in per_host.items():
+            argv = lab.runtime.exec_argv(lab.state, host,
+                                         [sys.executable, "-m", "traffic.endpoint", "--spec", "-"])
+            procs[host] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
+                                           bufsize=1)
+            procs[host].stdin.write(json.dumps(spec) + "\n")
+        events = _Events(procs)
+        events.await_all("ready", time.monotonic() + START_TIMEOUT_S)
+        started = time.monotonic()
+        for proc in procs.values():
+            proc.stdin.write("go\n")
+        done = events.await_all("done", started + timeout_s + START_TIMEOUT_S,
+                                on_progress=lambda acked: progress and progress(acked, total))
+        elapsed = time.monotonic() - started
+        for proc in procs.values():
+            proc.stdin.write("stop\n")
+    finally:
+        _stop(procs)
+    return merge(pattern, lab.name, flows, done, scale, rto_s, elapsed)
+
+
+class _Events:
+    """JSON lines from every endpoint, read as they come."""
+
+    def __init__(self, procs: dict[str, subprocess.Popen]) -> None:
+        self.procs = procs
+        self.sel = selectors.DefaultSelector()
+        for host, proc in procs.items():
+            self.sel.register(proc.stdout, selectors.EVENT_READ, host)
+        self.acked: dict[str, int] = {}
+
+    def await_all(self, kind: str, deadline: float,
+                  on_progress: Callable[[int], Any] | None = None) -> dict[str, dict]:
+        got: dict[str, dict] = {}
+        while len(got) < len(self.procs):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                missing = sorted(set(self.procs) - set(got))
+                raise PatternError(f"endpoints on {', '.join(missing)} sent no {kind!r} in time")
+            for key, _ in self.sel.select(remaining):
+                host = key.data
+                line = key.fileobj.readline()
+                if not line:
+                    raise PatternError(f"endpoint on {host} exited: {self._why(host)}")
+                event = json.loads(line)
+                if event["event"] == "error":
+                    raise PatternError(f"endpoint on {host}: {event['error']}")
+                if event["event"] == "progress":
+                    self.acked[host] = event["sent_bytes"]
+                    if on_progress:
+                        on_progress(sum(self.acked.values()))
+                elif event["event"] == kind:
+                    got[host] = event
+        return got
+
+    def _why(self, host: str) -> str:
+        proc = self.procs[host]
+        try:
+            _, err = proc.communicate(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "no output"
+        lines = (err or "").strip().splitlines()
+        return lines[-1] if lines else f"exit code {proc.returncode}"
+
+
+def _stop(procs: dict[str, subprocess.Popen]) -> None:
+    """Close every endpoint's stdin (its signal to exit), then make sure it is gone."""
+    for proc in procs.values():
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    for proc in procs.values():
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+
+
+def merge(pattern: str, lab: str, flows: list[FlowSpec], done: dict[str, dict], scale: float,
+          rto_s: float, elapsed: float) -> dict[str, Any]:
+    """One record per flow from its sender's and its receiver's reports."""
+    out = []
+    for flow in flows:
+        sender = next(s for s in done[flow.src]["senders"] if s["name"] == flow.name)
+        receiver = next(r for r in done[flow.dst]["receivers"] if r["name"] == flow.name)
+        complete = (receiver["messages"] == flow.count and sender["messages_done"] == flow.count
+                    and not sender["failed"])
+        sender = {k: v for k, v in sender.items() if k != "role"}
+        out.append({**sender, "src": flow.src, "dst": flow.dst,
+                    "time_scale": scale, "complete": complete,
+                    "delivered_bytes": receiver["bytes"], "receiver": receiver})
+    hosts = {host: {k: v for k, v in report.items()
+                    if k not in ("event", "senders", "receivers")}
+             for host, report in done.items()}
+    return {"pattern": pattern, "lab": lab, "time_scale": scale, "rto_s": rto_s,
+            "elapsed_s": elapsed, "complete": all(f["complete"] for f in out),
+            "flows": out, "hosts": hosts}
