@@ -107,7 +107,8 @@ def lab(request) -> labs.Lab:
                     pytrace=False)
     request.config.stash[LAB_INFO] = {"lab": lab.name, "runtime": lab.state.runtime,
                                       "topology": lab.state.topology,
-                                      "time_scale": lab.state.time_scale}
+                                      "time_scale": max((n.time_scale for n in
+                                                         lab.topology.switches), default=None)}
     return lab
 
 

@@ -121,26 +121,35 @@ def _empty(ax, text: str) -> None:
 
 
 def queue_plot(trace_path: str | Path, port: str, out_png: str | Path,
-               thresholds: dict[str, float] | None = None) -> Path:
-    """Egress queue depth (top) and ingress PG occupancy (bottom) of one port over time,
-    with optional threshold lines in bytes, e.g. {"XOFF PG3": 123456, "ECN min": 50000}."""
+               thresholds: dict[str, float] | None = None,
+               pg_ports: Iterable[str] | None = None) -> Path:
+    """Egress queue depth of ``port`` (top) and ingress PG occupancy (bottom) of
+    ``pg_ports`` (default: ``port`` itself; under incast the PGs that fill are the ones of
+    the ports the traffic comes in on) over time, with optional threshold lines in bytes,
+    e.g. {"XOFF PG3": 123456, "ECN min": 50000}."""
     header, samples = load_trace(trace_path)
-    if port not in header["ports"]:
-        raise KeyError(f"{trace_path}: port {port} not traced (traced: "
-                       f"{', '.join(header['ports'])})")
+    pg_ports = list(pg_ports or [port])
+    for name in (port, *pg_ports):
+        if name not in header["ports"]:
+            raise KeyError(f"{trace_path}: port {name} not traced (traced: "
+                           f"{', '.join(header['ports'])})")
     times = [s["t"] * 1e3 for s in samples if port in s.get("ports", {})]
     fig = Figure(figsize=(10, 7), layout="constrained")
     queue_ax, pg_ax = fig.subplots(2, 1, sharex=True)
     fig.suptitle(f"{header['node']} {port}: buffer occupancy\n{scale_note(header['time_scale'])}")
     axes = {"queue": queue_ax, "pg": pg_ax}
-    for ax, key, name, what in ((queue_ax, "queue_bytes", "queue", "egress queue depth"),
-                                (pg_ax, "pg_bytes", "PG", "ingress PG occupancy")):
-        series = nonzero_series(samples, port, key)
-        for index, values in series.items():
-            ax.plot(times, [v / 1e3 for v in values], label=f"{name} {index}")
-        if not series:
-            _empty(ax, f"every {name} empty throughout")
-        ax.set_title(what)
+    for index, values in nonzero_series(samples, port, "queue_bytes").items():
+        queue_ax.plot(times, [v / 1e3 for v in values], label=f"{port} queue {index}")
+    if not queue_ax.lines:
+        _empty(queue_ax, "every queue empty throughout")
+    for name in pg_ports:
+        for index, values in nonzero_series(samples, name, "pg_bytes").items():
+            pg_ax.plot(times, [v / 1e3 for v in values], label=f"{name} PG {index}")
+    if not pg_ax.lines:
+        _empty(pg_ax, "every PG empty throughout")
+    queue_ax.set_title(f"egress queue depth ({port})")
+    pg_ax.set_title(f"ingress PG occupancy ({', '.join(pg_ports)})")
+    for ax in axes.values():
         ax.set_ylabel("KB (10³ bytes)")
         ax.grid(alpha=0.3)
     for label, value in (thresholds or {}).items():
@@ -179,6 +188,9 @@ def pause_timeline(trace_paths: Iterable[str | Path], out_png: str | Path) -> Pa
     return _save(fig, out_png)
 
 
+FLOWS_LABELLED = 4  # flows whose bars carry their rate in words
+
+
 def flow_plot(flows: list[dict], out_png: str | Path) -> Path:
     """Per-flow goodput (bars, labelled with the real-fabric equivalent) and sending rate
     over time (one line per flow), both on the emulated wire."""
@@ -193,9 +205,13 @@ def flow_plot(flows: list[dict], out_png: str | Path) -> Path:
         return _save(fig, out_png)
     names = [f"{f['name']}\n{f['retransmitted']} retx, {f['cnps_received']} CNPs"
              for f in flows]
-    bars = bar_ax.bar(names, [f["goodput_bps"] / 1e6 for f in flows],
+    bars = bar_ax.bar(range(len(flows)), [f["goodput_bps"] / 1e6 for f in flows],
                       color=[f"C{i % 10}" for i in range(len(flows))])
-    bar_ax.bar_label(bars, [goodput_label(f) for f in flows], fontsize=8)
+    bar_ax.set_xticks(range(len(flows)), names, fontsize=8,
+                      rotation=0 if len(flows) <= FLOWS_LABELLED else 45, ha="right"
+                      if len(flows) > FLOWS_LABELLED else "center")
+    if len(flows) <= FLOWS_LABELLED:  # beyond that the labels overlap; the axis tells
+        bar_ax.bar_label(bars, [goodput_label(f) for f in flows], fontsize=8)
     bar_ax.set_ylabel("goodput (Mb/s emulated)")
     bar_ax.set_title("goodput per flow")
     bar_ax.margins(y=0.2)

@@ -96,15 +96,15 @@ def run_in_netns(namespace: str, fn: Callable[[], T]) -> T:
     return result[0]
 
 
-def open_sockets(namespace: str, ifaces: list[str], *,
-                 timestamps: bool = False) -> list[socket.socket]:
+def open_sockets(namespace: str, ifaces: list[str], *, timestamps: bool = False,
+                 bpf: list[tuple[int, int, int, int]] | None = None) -> list[socket.socket]:
     """AF_PACKET sockets on ``ifaces`` of ``namespace``, seeing both directions; all or
     none."""
     def open_all() -> list[socket.socket]:
         socks: list[socket.socket] = []
         try:
             for iface in ifaces:
-                socks.append(afpacket.open_socket(iface, timestamps=timestamps))
+                socks.append(afpacket.open_socket(iface, timestamps=timestamps, bpf=bpf))
         except OSError:
             for sock in socks:
                 sock.close()
@@ -165,13 +165,15 @@ class Capture:
     """
 
     def __init__(self, lab: Lab, *, where: Iterable[tuple[str, str]] | None = None,
-                 pcap_dir: Path | None = None, match: Match | None = None) -> None:
+                 pcap_dir: Path | None = None, match: Match | None = None,
+                 bpf: list[tuple[int, int, int, int]] | None = None) -> None:
         self.lab = lab
         self.where = list(where) if where is not None else [
             (node, iface) for node in lab.topology.nodes
             for iface in lab.topology.interfaces(node)]
         self.pcap = PcapFiles(pcap_dir) if pcap_dir is not None else None
         self.match = match
+        self.bpf = bpf  # a kernel-side prefilter (``afpacket.dst_mac_filter``); match still applies
         self._taps: list[_Tap] = []
         self._records: list[tuple[_Tap, Direction, float, bytes]] = []
         self._last = 0.0  # monotonic time of the last recorded frame
@@ -206,7 +208,8 @@ class Capture:
             namespace = self.lab.state.namespaces.get(node)
             if namespace is None:
                 raise LabError(f"lab {self.lab.name} has no node {node!r}")
-            for iface, sock in zip(ifaces, open_sockets(namespace, ifaces, timestamps=True)):
+            socks = open_sockets(namespace, ifaces, timestamps=True, bpf=self.bpf)
+            for iface, sock in zip(ifaces, socks):
                 tap = _Tap(node, iface, sock)
                 self._taps.append(tap)
                 self._sel.register(sock, selectors.EVENT_READ, tap)

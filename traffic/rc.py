@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 PSN_MODULO = 1 << 24
+ACKREQ_PER_TIMEOUT = 4
 Operation = Literal["write", "send"]
 
 # BTH opcodes by (operation, part); a one-packet message is "only"
@@ -93,6 +94,7 @@ class Requester:
         self.sent_high = 0  # one past the highest index ever sent
         self.first_sent: dict[int, float] = {}  # message -> first transmission of its first packet
         self.deadline: float | None = None  # retransmit timer
+        self.ackreq_at: float | None = None  # when a packet last asked for an ACK (or the first went)
         self.retries = 0  # timeouts in a row without progress
         self.failed: str | None = None
         self.stats = RequesterStats()
@@ -142,8 +144,17 @@ class Requester:
         stats.retransmitted += retransmit
         if self.deadline is None:
             self.deadline = now + self.rto_s
+        # ask for an ACK at a message's end, when the window fills, and at least every
+        # quarter timeout: a slow (rate-limited) QP must not wait out the timer for an ACK
+        # the responder is still coalescing
+        if self.ackreq_at is None:
+            self.ackreq_at = now
+        ackreq = last or self.outstanding >= self.window or \
+            now - self.ackreq_at >= self.rto_s / ACKREQ_PER_TIMEOUT
+        if ackreq:
+            self.ackreq_at = now
         return Segment(self.psn_of(index), OPCODES[self.op, part], payload,
-                       ackreq=last or self.outstanding >= self.window, message=message,
+                       ackreq=ackreq, message=message,
                        offset=offset, message_bytes=self.size, retransmit=retransmit)
 
     def on_ack(self, psn: int, now: float) -> None:

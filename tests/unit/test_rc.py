@@ -221,7 +221,8 @@ def test_the_window_limits_outstanding_packets_and_its_edge_asks_for_an_ack():
     assert req.una == 4 and req.outstanding == 0
     second = wire.burst(0.25)
     assert psns(second) == [4, 5, 6, 7]
-    assert [s.ackreq for s in second] == [False, True, False, True]
+    # PSN 4 goes a quarter timeout after the last ACK request: it asks too
+    assert [s.ackreq for s in second] == [True, True, False, True]
     wire.to_requester(wire.to_responder(second), 0.375)
     third = wire.burst(0.5)
     assert psns(third) == [8] and third[0].ackreq
@@ -377,7 +378,8 @@ def test_a_dropped_last_ack_is_recovered_by_timeout_and_duplicates_are_reacked()
     assert req.nxt == req.una == 3 and req.deadline == 1.125
     resent = wire.burst(0.625)
     assert psns(resent) == [3, 4, 5] and all(s.retransmit for s in resent)
-    assert [s.ackreq for s in resent] == [False, False, True]
+    # a quarter timeout (0.125) after the last request, PSN 3 asks as well as the last one
+    assert [s.ackreq for s in resent] == [True, False, True]
     replies = wire.to_responder(resent)
     # each duplicate is re-ACKed with the last PSN received
     assert [(r.kind, r.psn, r.msn) for r in replies] == [("ack", 5, 2)] * 3
@@ -389,6 +391,18 @@ def test_a_dropped_last_ack_is_recovered_by_timeout_and_duplicates_are_reacked()
     assert req.stats.retransmitted == 3 and req.stats.packets_sent == 9
     assert req.stats.completion_s == [0.125, 0.75]
     assert not req.poll(10.0)  # done: the timer never fires again
+
+
+def test_a_slow_qp_asks_for_an_ack_every_quarter_timeout():
+    """A rate-limited QP sends one packet at a time; waiting for the responder's coalescing
+    count would let the retransmit timer fire although nothing was lost."""
+    req, resp = make(size=100 * 1024, count=1, rto_s=1.0, ack_every=16)
+    segments = [req.next_segment(t / 10) for t in range(10)]
+    # the first goes at 0.0; then one asks at 0.3 (>= 0.25 after 0.0), 0.6 and 0.9
+    assert [s.ackreq for s in segments] == [False, False, False, True, False, False, True,
+                                            False, False, True]
+    replies = [resp.on_packet(s.psn, s.opcode, s.payload, s.ackreq) for s in segments]
+    assert [r.psn for r in replies if r is not None] == [3, 6, 9]  # fewer than 16 each time
 
 
 def test_a_late_ack_after_a_timeout_moves_the_requester_on():

@@ -1,0 +1,263 @@
+"""Congestion scenarios for the checks: an N:1 RoCE incast through a lab, with the evidence
+a verdict rests on (counters before and after, a time series from every switch, a capture of
+PFC frames, the endpoints' statistics, plots) and the emulation's fidelity.
+
+Nothing here knows a lab's shape. The receiver is the first host by name, the senders the
+others; the congested switch is the receiver's, its bottleneck port the one toward it; the
+RoCE class (DSCP, priority) comes from the receiver's NIC settings and the PG and queue it
+lands in from the congested switch's own maps. Variants of a lab (``pfc_enable`` removed,
+headroom shrunk) are copies of its topology folder with edited ``config_db.json`` files,
+brought up under another name next to it and always taken down again.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from checks import plots
+from fabric import afpacket
+from fabric.client import fidelity
+from fabric.config import port_name
+from fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
+from labs import lab as labs
+from labs.lab import Lab
+from labs.nic import NicSettings
+from traffic import patterns
+from traffic.capture import Capture
+from traffic.packets import PFC_DST
+
+TRACE_INTERVAL_MS = 2.0
+PFC_DST_BYTES = bytes.fromhex(PFC_DST.replace(":", ""))
+
+
+@dataclass(frozen=True)
+class Incast:
+    """Who sends to whom, where it congests, and the class it travels in."""
+
+    receiver: str
+    senders: tuple[str, ...]
+    switch: str  # the receiver's switch
+    port: str  # its SONiC port toward the receiver: the bottleneck
+    upstream: tuple[tuple[str, str, str], ...]  # (switch iface, peer node, peer iface)
+    dscp: int
+    priority: int
+    pg: int  # where the RoCE class lands on the switch: ingress PG ...
+    queue: int  # ... and egress queue
+
+
+def incast_of(lab: Lab) -> Incast:
+    """The lab's incast: the first host that at least two others reach (by ping) receives
+    from all that reach it."""
+    topo = lab.topology
+    reach: dict[str, list[str]] = {}
+    for ping in lab.ping_all():
+        if ping.ok:
+            reach.setdefault(ping.dst, []).append(ping.src)
+    candidates = sorted(h for h, srcs in reach.items() if len(srcs) >= 2)
+    if not candidates:
+        raise ValueError(f"lab {lab.name}: no host is reached by two others, no incast")
+    receiver = candidates[0]
+    hosts = [receiver, *sorted(reach[receiver])]
+    link = next(k for k in topo.links if receiver in (k.a.node, k.b.node))
+    sw_end = link.b if link.a.node == receiver else link.a
+    switch = topo.nodes[sw_end.node]
+    upstream = []
+    for k in topo.links:
+        for mine, peer in ((k.a, k.b), (k.b, k.a)):
+            if mine.node == switch.name and mine.iface != sw_end.iface:
+                upstream.append((mine.iface, peer.node, peer.iface))
+    nic = topo.nodes[receiver].nic or NicSettings()
+    port = port_name(sw_end.iface)
+    tc, _ = tc_of_dscp(switch.config, port, nic.roce.dscp)
+    return Incast(receiver, tuple(hosts[1:]), switch.name, port, tuple(upstream),
+                  nic.roce.dscp, nic.roce.priority, pg_of_tc(switch.config, port, tc)[0],
+                  queue_of_tc(switch.config, port, tc)[0])
+
+
+@dataclass
+class Run:
+    """One incast and what it left behind."""
+
+    name: str
+    folder: Path
+    result: dict
+    before: dict[str, dict]
+    after: dict[str, dict]
+    traces: dict[str, Path]
+    pfc_frames: int  # PFC frames captured on the congested switch's upstream wire
+    fidelity: dict = field(default_factory=dict)
+
+    def ports(self, counters: dict[str, dict]) -> Iterator[tuple[str, str, dict]]:
+        for node, c in counters.items():
+            for name, port in c["ports"].items():
+                yield node, name, port
+
+    def _sum(self, pick: Callable[[str, str, dict], float]) -> float:
+        now = sum(pick(n, p, c) for n, p, c in self.ports(self.after))
+        then = sum(pick(n, p, c) for n, p, c in self.ports(self.before))
+        return now - then
+
+    def pg_drops(self, pg: int) -> int:
+        """Frames the ingress buffers of every switch dropped in ``pg``."""
+        return int(self._sum(lambda n, p, c: c["pgs"][str(pg)]["drops"]))
+
+    def queue_drops(self, queue: int) -> int:
+        return int(self._sum(lambda n, p, c: sum(v[queue] for v in c["egress_drops"].values())))
+
+    def drop_reasons(self) -> dict[str, int]:
+        """Every ingress and egress drop reason with its count, over all switches."""
+        out: dict[str, int] = {}
+        for side in (self.before, self.after):
+            sign = 1 if side is self.after else -1
+            for _, _, c in self.ports(side):
+                for reason, n in c["drops"].items():
+                    out[reason] = out.get(reason, 0) + sign * n
+                for reason, per_queue in c["egress_drops"].items():
+                    out[reason] = out.get(reason, 0) + sign * sum(per_queue)
+        return {k: v for k, v in out.items() if v}
+
+    def pfc_sent(self, node: str | None = None, priority: int | None = None) -> int:
+        return int(self._sum(lambda n, p, c: 0 if node not in (None, n) else
+                             sum(c["pfc_tx"]) if priority is None else c["pfc_tx"][priority]))
+
+    def pfc_received(self, priority: int) -> int:
+        """PFC frames the switches and the hosts received for ``priority``."""
+        switches = self._sum(lambda n, p, c: c["pfc_rx"][priority])
+        hosts = sum(h["pfc_received"]["xoff"] + h["pfc_received"]["xon"]
+                    for h in self.result["hosts"].values())
+        return int(switches + hosts)
+
+    def paused_s(self, priority: int) -> float:
+        """Seconds of wall time transmitters spent paused on ``priority``, summed over every
+        switch port and host."""
+        switches = self._sum(lambda n, p, c: c["paused_s"][priority])
+        return switches + sum(h["paused_s"] for h in self.result["hosts"].values())
+
+    def marks(self) -> int:
+        return int(self._sum(lambda n, p, c: c["ecn_marked"]))
+
+    def flows(self, key: str) -> int:
+        return sum(f[key] for f in self.result["flows"])
+
+    def cnps(self) -> int:
+        return sum(f["receiver"]["cnps_sent"] for f in self.result["flows"])
+
+    def xoff_share(self, switch: str) -> float:
+        """The share of the run's samples in which any PG of ``switch`` was in XOFF."""
+        _, samples = plots.load_trace(self.traces[switch])
+        if not samples:
+            return 0.0
+        held = sum(1 for s in samples if any(any(p["xoff"]) for p in s["ports"].values()))
+        return held / len(samples)
+
+    def summary(self) -> dict:
+        return {"name": self.name, "complete": self.result["complete"],
+                "elapsed_s": self.result["elapsed_s"], "time_scale": self.result["time_scale"],
+                "delivered_bytes": self.flows("delivered_bytes"),
+                "retransmitted": self.flows("retransmitted"), "naks": self.flows("naks_received"),
+                "timeouts": self.flows("timeouts"), "cnps": self.cnps(), "ecn_marks": self.marks(),
+                "drops": self.drop_reasons(), "pfc_sent": self.pfc_sent(),
+                "pfc_frames_captured": self.pfc_frames, "fidelity": self.fidelity}
+
+
+def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
+               qps: int, nic: patterns.NicOverrides | None = None, timeout_s: float = 90.0,
+               dscp: int | None = None) -> Run:
+    """Run the incast with every switch tracing, PFC captured on the congested switch's
+    first upstream wire, and evidence written to ``folder/name``."""
+    out = folder / name
+    out.mkdir(parents=True, exist_ok=True)
+    if dscp is not None:
+        nic = {**(nic or {}), "*": {**(nic or {}).get("*", {}), "roce": {"dscp": dscp}}}
+    switches = [s.name for s in lab.topology.switches]
+    traces = {s: out / f"trace-{s}.jsonl" for s in switches}
+    before = {s: lab.agent(s).counters() for s in switches}
+    for s in switches:
+        lab.agent(s).trace_start(traces[s], interval_ms=TRACE_INTERVAL_MS)
+    iface = incast.upstream[0][0]
+    try:
+        with Capture(lab, where=[(incast.switch, iface)], pcap_dir=out / "pcap",
+                     match=lambda f: f[:6] == PFC_DST_BYTES,
+                     bpf=afpacket.dst_mac_filter(PFC_DST_BYTES)) as capture:
+            result = patterns.run(lab, patterns.incast(incast.receiver, list(incast.senders),
+                                                       size, count, qps),
+                                  pattern="incast", timeout_s=timeout_s, nic=nic)
+            capture.wait_quiet(0.1, 1.0)
+            pfc_frames = len(capture.frames())
+    finally:
+        for s in switches:
+            lab.agent(s).trace_stop()
+    after = {s: lab.agent(s).counters() for s in switches}
+    verdicts = {s: fidelity(after[s]) for s in switches}
+    run = Run(name, out, result, before, after, traces, pfc_frames,
+              {"ok": all(v["ok"] for v in verdicts.values()),
+               "problems": [f"{s}: {p}" for s, v in verdicts.items() for p in v["problems"]],
+               "time_scale": result["time_scale"]})
+    (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out / "counters.json").write_text(json.dumps({"before": before, "after": after}) + "\n")
+    (out / "summary.json").write_text(json.dumps(run.summary(), indent=1) + "\n")
+    return run
+
+
+def draw(run: Run, incast: Incast) -> list[Path]:
+    """The run's plots: the bottleneck's queues and PGs, PFC pauses per link, the flows."""
+    pg = run.after[incast.switch]["ports"][incast.port]["pgs"][str(incast.pg)]
+    thresholds = {f"headroom PG{incast.pg}": pg["headroom"]}
+    inputs = [port_name(iface) for iface, _, _ in incast.upstream]
+    return [plots.queue_plot(run.traces[incast.switch], incast.port,
+                             run.folder / "queues.png", thresholds, pg_ports=inputs),
+            plots.pause_timeline(list(run.traces.values()), run.folder / "pauses.png"),
+            plots.flow_plot(run.result["flows"], run.folder / "flows.png")]
+
+
+# --------------------------------------------------------------------------- lab variants
+
+
+def edit_configs(clab: Path, edit: Callable[[dict], None]) -> None:
+    for config in sorted((clab.parent / "configs").glob("*/config_db.json")):
+        data = json.loads(config.read_text())
+        edit(data)
+        config.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def without_pfc(data: dict) -> None:
+    """Every port's ``pfc_enable`` removed: the RoCE PG becomes lossy."""
+    for entry in data.get("PORT_QOS_MAP", {}).values():
+        entry.pop("pfc_enable", None)
+
+
+def headroom_of(xoff: int) -> Callable[[dict], None]:
+    """Every lossless profile's headroom (its ``xoff``) set to ``xoff`` bytes."""
+    def edit(data: dict) -> None:
+        for profile in data.get("BUFFER_PROFILE", {}).values():
+            if "xoff" in profile:
+                profile["xoff"] = str(xoff)
+    return edit
+
+
+@contextmanager
+def variant(lab: Lab, suffix: str, folder: Path, edit: Callable[[dict], None]) -> Iterator[Lab]:
+    """A copy of ``lab`` with edited switch configs, up for the block and down after it."""
+    source = Path(lab.state.topology)
+    name = f"{lab.name}-{suffix}"[:32]
+    copy = folder / name
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(source.parent, copy, ignore=shutil.ignore_patterns("*.clab.yml"))
+    doc = yaml.safe_load(source.read_text())
+    doc["name"] = name
+    clab = copy / f"{name}.clab.yml"
+    clab.write_text(yaml.safe_dump(doc, sort_keys=False))
+    edit_configs(clab, edit)
+    labs.down(name)  # a copy left over by a killed run
+    other = labs.up(str(clab))
+    try:
+        yield other
+    finally:
+        other.down()

@@ -1,0 +1,280 @@
+"""PFC and ECN stop drops under incast, and each protection's absence brings them back.
+
+Every check drives real RoCE traffic (``traffic.patterns``: RC QPs on the hosts' endpoints)
+through the running lab, or through a copy of it with one thing changed, and keeps as
+evidence the switches' counters before and after, a time series from every switch, the
+PFC frames captured on the congested switch's upstream wire (pcapng), the endpoints'
+statistics and plots. Each records the emulation's fidelity before its verdict: a run
+that could not keep up says so in the report, whatever the verdict.
+
+Sizes: every sender opens QPS QPs, each writing MESSAGES messages of MESSAGE bytes. That
+puts more in flight than leaf buffers hold before XOFF (a dynamic threshold over a 12 MB
+pool), so without flow control something must give.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from checks import congestion as cg
+from checks.report import record_evidence, record_fidelity, record_plot
+from fabric.config import port_name
+from fabric.qos import bound, pg_of_tc, port_setting, tc_of_dscp
+from labs.runtimes.netns import PROJECT_ROOT
+from traffic import patterns
+
+MESSAGE = 1 << 20
+MESSAGES = 2
+QPS = 4
+DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
+LOSSY_DSCP = 0  # the default class: TC 0, a lossy PG in SONiC's usual maps
+STORM_S = 1.5
+START_S = 20.0
+TIMING_SLACK_S = 0.05  # the agent's event loop may run a poll this late
+
+
+@pytest.fixture(scope="session")
+def incast(lab):
+    try:
+        return cg.incast_of(lab)
+    except ValueError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def congestion_dir(results):
+    folder = results / "congestion"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def lossless_run(lab, incast, congestion_dir):
+    """The incast with PFC doing all the work (DCQCN off), shared by the checks that
+    compare against it."""
+    return cg.run_incast(lab, incast, congestion_dir, "lossless", size=MESSAGE,
+                         count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
+
+
+def keep(request, run: cg.Run, incast: cg.Incast, draw: bool = True) -> None:
+    """Attach a run's evidence, plots and fidelity to the check."""
+    record_fidelity(request, run.fidelity)
+    for name in ("summary.json", "flows.json", "counters.json"):
+        record_evidence(request, run.folder / name)
+    for trace in run.traces.values():
+        record_evidence(request, trace)
+    for pcap in sorted((run.folder / "pcap").glob("*.pcapng")):
+        record_evidence(request, pcap)
+    if draw:
+        for png in cg.draw(run, incast):
+            record_plot(request, png)
+
+
+def test_lossless_incast(request, incast, lossless_run):
+    """N:1 on the RoCE priority: PFC holds the senders back, nothing is lost."""
+    run = lossless_run
+    keep(request, run, incast)
+    lost = {"PG drops": run.pg_drops(incast.pg), "queue drops": run.queue_drops(incast.queue),
+            "retransmitted": run.flows("retransmitted"), "timeouts": run.flows("timeouts")}
+    assert run.result["complete"], f"not every message arrived: {run.summary()}"
+    assert not any(lost.values()), f"lossless class lost frames: {lost}"
+    sent = run.pfc_sent(incast.switch, incast.priority)
+    assert sent > 0, (f"{incast.switch} sent no PFC for priority {incast.priority}: the "
+                      f"incast never reached XOFF, so nothing was proven")
+    assert run.pfc_received(incast.priority) > 0, "no switch or host upstream received PFC"
+    assert run.pfc_frames > 0, (f"no PFC frame captured on {incast.switch}:"
+                                f"{incast.upstream[0][0]}")
+
+
+def test_negative_control_without_pfc(request, lab, incast, congestion_dir):
+    """The same incast on a copy of the configs without pfc_enable must lose frames."""
+    with cg.variant(lab, "nopfc", congestion_dir, cg.without_pfc) as other:
+        run = cg.run_incast(other, incast, congestion_dir, "without-pfc", size=MESSAGE,
+                            count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
+    keep(request, run, incast)
+    drops = run.drop_reasons()
+    assert run.pfc_sent() == 0, f"PFC sent although no port enables it: {run.summary()}"
+    assert sum(drops.values()) > 0 and run.flows("retransmitted") > 0, (
+        f"without PFC the incast lost nothing ({drops}, {run.flows('retransmitted')} "
+        f"retransmitted): this check could not tell a lossless fabric from a lossy one")
+
+
+def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
+    """With DCQCN on, CE marks and CNPs slow the senders before PFC must: less pause time
+    than the same incast with DCQCN off, and the congested switch mostly below XOFF."""
+    run = cg.run_incast(lab, incast, congestion_dir, "dcqcn", size=MESSAGE, count=MESSAGES,
+                        qps=QPS, timeout_s=180)
+    keep(request, run, incast)
+    with_dcqcn, without = run.paused_s(incast.priority), lossless_run.paused_s(incast.priority)
+    figures = {"marks": run.marks(), "cnps": run.cnps(),
+               "cnps_received": run.flows("cnps_received"),
+               "paused_s_with_dcqcn": round(with_dcqcn, 3),
+               "paused_s_without": round(without, 3),
+               "xoff_share": round(run.xoff_share(incast.switch), 3)}
+    (run.folder / "comparison.json").write_text(json.dumps(figures, indent=1) + "\n")
+    record_evidence(request, run.folder / "comparison.json")
+    assert run.result["complete"], f"not every message arrived: {run.summary()}"
+    assert figures["marks"] > 0 and figures["cnps"] > 0 and figures["cnps_received"] > 0, (
+        f"no ECN feedback loop: {figures}")
+    assert without > 0, f"without DCQCN nothing paused, so there is nothing to compare: {figures}"
+    assert with_dcqcn < without, f"DCQCN did not reduce pausing: {figures}"
+    assert figures["xoff_share"] < 0.5, f"{incast.switch} spent most of the run in XOFF: {figures}"
+
+
+def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir):
+    """The same incast in a lossy class: drops, and no PFC for it anywhere."""
+    switch = lab.topology.nodes[incast.switch].config
+    tc, _ = tc_of_dscp(switch, incast.port, LOSSY_DSCP)
+    pg, _ = pg_of_tc(switch, incast.port, tc)
+    enabled, _ = port_setting(switch.qos, incast.port, "pfc_enable")
+    if tc in enabled:
+        pytest.skip(f"DSCP {LOSSY_DSCP} maps to TC {tc}, which {incast.switch} makes lossless")
+    run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=MESSAGE, count=MESSAGES + 1,
+                        qps=QPS, nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}},
+                        dscp=LOSSY_DSCP)
+    keep(request, run, incast)
+    assert run.pfc_sent() == 0, f"a lossy class triggered PFC: {run.summary()}"
+    assert run.pg_drops(pg) > 0, (f"DSCP {LOSSY_DSCP} (TC {tc}, PG {pg}) lost nothing under "
+                                  f"the incast: {run.drop_reasons()}")
+
+
+def test_headroom_too_small_drops(request, lab, incast, congestion_dir, lossless_run):
+    """Headroom below the bytes that arrive after XOFF: the lossless PG drops them.
+
+    The headroom is cut to a quarter of one RoCE frame: the frame that crosses XOFF spills
+    past it on its own, and so does any frame already on its way. The emulation then
+    exceeds its headroom on purpose, so the fidelity recorded leaves that out."""
+    frame = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+    shrunk = frame // 4
+    with cg.variant(lab, "headroom", congestion_dir, cg.headroom_of(shrunk)) as other:
+        run = cg.run_incast(other, incast, congestion_dir, "small-headroom", size=MESSAGE,
+                            count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
+    run.fidelity["problems"] = [p for p in run.fidelity["problems"] if "after XOFF" not in p]
+    run.fidelity["ok"] = not run.fidelity["problems"]
+    keep(request, run, incast)
+    drops = run.drop_reasons()
+    assert run.pfc_sent() > 0, f"the incast never reached XOFF: {run.summary()}"
+    assert drops.get("headroom_exhausted", 0) > 0, (
+        f"a headroom of {shrunk} B, a quarter frame, dropped nothing: {drops}")
+
+
+def test_pfc_storm_watchdog(request, lab, incast, evidence):
+    """A host pauses its link without end: the watchdog detects the storm within
+    detection_time .. detection_time + poll, acts, restores after the storm; other
+    priorities keep flowing meanwhile."""
+    stormer, source = incast.senders[0], incast.receiver
+    switch = lab.topology.nodes[incast.switch]
+    link = next(k for k in lab.topology.links
+                if {k.a.node, k.b.node} == {stormer, incast.switch})
+    port = port_name(link.a.iface if link.a.node == incast.switch else link.b.iface)
+    wd = switch.config.qos.pfc_wd.get(port)
+    if wd is None:
+        pytest.skip(f"{incast.switch} {port} has no PFC_WD entry")
+    poll = switch.config.qos.pfc_wd_poll_interval_ms / 1000
+    before = lab.agent(incast.switch).counters()["ports"][port]["watchdog"][str(incast.queue)]
+    flows = [patterns.FlowSpec(source, stormer, MESSAGE, 8)]  # ~2 s at line rate
+    flowing = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        roce = pool.submit(patterns.run, lab, flows, pattern="storm", timeout_s=60,
+                           nic=DCQCN_OFF, progress=lambda done, _: done and flowing.set())
+        if not flowing.wait(START_S):  # the queue must hold RoCE when the storm begins
+            pytest.fail(f"no RoCE flowed {source} -> {stormer} within {START_S} s")
+        argv = [sys.executable, "-m", "traffic.storm", "--priority", str(incast.priority),
+                "--seconds", str(STORM_S)]
+        storm_proc = pool.submit(subprocess.run, lab.runtime.exec_argv(lab.state, stormer, argv),
+                                 capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=30)
+        addr = lab.host_addresses()[stormer]
+        pings = [lab.ping(source, stormer, addr, count=3) for _ in range(2)]
+        storm = json.loads(storm_proc.result().stdout)
+        result = roce.result()
+    after = lab.agent(incast.switch).counters()["ports"][port]["watchdog"][str(incast.queue)]
+    events = after["events"][len(before["events"]):]
+    evidence.json("storm", {"storm": storm, "events": events, "pings": [p.ok for p in pings],
+                            "flow": result["flows"][0]})
+    detected = [e for e in events if e["kind"] == "storm"]
+    restored = [e for e in events if e["kind"] == "restore"]
+    assert detected, f"{incast.switch} {port} queue {incast.queue}: storm never detected"
+    delay = detected[0]["time"] - storm["first"]
+    lo, hi = wd.detection_time_ms / 1000, wd.detection_time_ms / 1000 + poll + TIMING_SLACK_S
+    assert lo <= delay <= hi, f"detected {delay * 1e3:.0f} ms after the storm began, " \
+                              f"not within {lo * 1e3:.0f}..{hi * 1e3:.0f} ms"
+    assert detected[0]["action"] == wd.action
+    assert restored, "the watchdog never restored the queue after the storm ended"
+    back = restored[0]["time"] - storm["last"]
+    rlo = wd.restoration_time_ms / 1000
+    assert rlo <= back <= rlo + poll + TIMING_SLACK_S, (
+        f"restored {back * 1e3:.0f} ms after the last PFC, not within "
+        f"{rlo * 1e3:.0f}..{(rlo + poll + TIMING_SLACK_S) * 1e3:.0f} ms")
+    assert all(p.ok for p in pings), "other priorities stopped during the storm (ping failed)"
+    assert result["complete"], "the RoCE flow into the stormed port never completed"
+
+
+def misclassified(lab, overrides: patterns.NicOverrides, result: dict, before: dict,
+                  after: dict) -> list[str]:
+    """Hosts whose RoCE landed in a lossy PG on their switch, each as one line naming the
+    host, its DSCP and the switch table that put it there. A host counts when a lossy PG
+    of its port took at least as many frames as it sent data packets (ARP, pings and CNPs
+    are a few frames, never a message's worth)."""
+    findings = []
+    for host in lab.topology.hosts:
+        sent = sum(f["packets_sent"] for f in result["flows"] if f["src"] == host.name)
+        link = next((k for k in lab.topology.links if host.name in (k.a.node, k.b.node)), None)
+        if not sent or link is None:
+            continue
+        end = link.b if link.a.node == host.name else link.a
+        node = lab.topology.nodes[end.node]
+        if not node.is_switch:
+            continue
+        port = port_name(end.iface)
+        pgs_before = before[end.node]["ports"][port]["pgs"]
+        for pg, now in after[end.node]["ports"][port]["pgs"].items():
+            if now["lossless"] or now["rx_packets"] - pgs_before[pg]["rx_packets"] < sent:
+                continue
+            dscp = patterns.nic_settings(host, overrides).roce.dscp
+            table, key = bound(node.config.qos, port, "dscp_to_tc_map")
+            tc, _ = tc_of_dscp(node.config, port, dscp)
+            findings.append(f"{host.name} marks RoCE with DSCP {dscp}: {end.node} "
+                            f"DSCP_TO_TC_MAP|{table} (PORT_QOS_MAP|{key}) maps it to TC "
+                            f"{tc}, PG {pg} on {port}, which is lossy")
+    return findings
+
+
+def ring(lab) -> list[patterns.FlowSpec]:
+    """One small message from every host to the next one it reaches: each host's marking
+    is seen once."""
+    hosts = sorted(h.name for h in lab.topology.hosts)
+    reach = {(p.src, p.dst) for p in lab.ping_all() if p.ok}
+    flows = []
+    for i, src in enumerate(hosts):
+        dst = next((d for d in hosts[i + 1:] + hosts[:i] if (src, d) in reach), None)
+        if dst is not None:
+            flows.append(patterns.FlowSpec(src, dst, 64 * 1024, 1))
+    return flows
+
+
+@pytest.mark.parametrize("mismarked", [False, True], ids=["hosts", "negative-control"])
+def test_dscp_mismatch(request, lab, incast, evidence, mismarked):
+    """Every host's RoCE lands in a lossless PG on its switch; and a host re-marked to the
+    lossy class (the negative control) is reported by host, DSCP and switch table."""
+    culprit = incast.senders[0]
+    overrides = {culprit: {"roce": {"dscp": LOSSY_DSCP}}} if mismarked else {}
+    switches = [s.name for s in lab.topology.switches]
+    flows = ring(lab)
+    before = {s: lab.agent(s).counters() for s in switches}
+    result = patterns.run(lab, flows, pattern="dscp", timeout_s=60, nic=overrides)
+    after = {s: lab.agent(s).counters() for s in switches}
+    findings = misclassified(lab, overrides, result, before, after)
+    evidence.json("findings", {"overrides": overrides, "findings": findings,
+                               "flows": [f["name"] for f in result["flows"]]})
+    if mismarked:
+        assert len(findings) == 1 and findings[0].startswith(
+            f"{culprit} marks RoCE with DSCP {LOSSY_DSCP}"), (
+            f"the re-marked {culprit} was not (only) reported: {findings}")
+        assert "DSCP_TO_TC_MAP|" in findings[0]
+    else:
+        assert not findings, "; ".join(findings)
