@@ -2,8 +2,8 @@
 a verdict rests on (counters before and after, a time series from every switch, a capture of
 PFC frames, the endpoints' statistics, plots) and the emulation's fidelity.
 
-Nothing here knows a lab's shape. The receiver is the first host by name, the senders the
-others; the congested switch is the receiver's, its bottleneck port the one toward it; the
+Nothing here knows a lab's shape. The receiver is the first host (by name) that at least
+two others reach, the senders all that reach it; the congested switch is the receiver's, its bottleneck port the one toward it; the
 RoCE class (DSCP, priority) comes from the receiver's NIC settings and the PG and queue it
 lands in from the congested switch's own maps. Variants of a lab (``pfc_enable`` removed,
 headroom shrunk) are copies of its topology folder with edited ``config_db.json`` files,
@@ -12,6 +12,7 @@ brought up under another name next to it and always taken down again.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from traffic.capture import Capture
 from traffic.packets import PFC_DST
 
 TRACE_INTERVAL_MS = 2.0
+OVERLOAD = 1.5
 PFC_DST_BYTES = bytes.fromhex(PFC_DST.replace(":", ""))
 
 
@@ -49,6 +51,14 @@ class Incast:
     priority: int
     pg: int  # where the RoCE class lands on the switch: ingress PG ...
     queue: int  # ... and egress queue
+    pool: int  # the congested switch's ingress buffer, bytes
+
+    def message_size(self, qps: int, messages: int, mtu: int) -> int:
+        """A message size that makes every sender write OVERLOAD x the ingress pool over
+        (senders - 1): the queue then reaches XOFF (or the lossy limit) with every sender
+        still writing, whatever the number of senders, and stays there a while."""
+        per_sender = OVERLOAD * self.pool / (len(self.senders) - 1)
+        return math.ceil(per_sender / (qps * messages) / mtu) * mtu
 
 
 def incast_of(lab: Lab) -> Incast:
@@ -75,9 +85,10 @@ def incast_of(lab: Lab) -> Incast:
     nic = topo.nodes[receiver].nic or NicSettings()
     port = port_name(sw_end.iface)
     tc, _ = tc_of_dscp(switch.config, port, nic.roce.dscp)
+    pool = max(p.size for p in switch.config.qos.buffer_pools.values() if p.type == "ingress")
     return Incast(receiver, tuple(hosts[1:]), switch.name, port, tuple(upstream),
                   nic.roce.dscp, nic.roce.priority, pg_of_tc(switch.config, port, tc)[0],
-                  queue_of_tc(switch.config, port, tc)[0])
+                  queue_of_tc(switch.config, port, tc)[0], pool)
 
 
 @dataclass
@@ -177,6 +188,8 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
         nic = {**(nic or {}), "*": {**(nic or {}).get("*", {}), "roce": {"dscp": dscp}}}
     switches = [s.name for s in lab.topology.switches]
     traces = {s: out / f"trace-{s}.jsonl" for s in switches}
+    for s in switches:  # the run is judged by its own fidelity, not by earlier runs'
+        lab.agent(s).clear_fidelity()
     before = {s: lab.agent(s).counters() for s in switches}
     for s in switches:
         lab.agent(s).trace_start(traces[s], interval_ms=TRACE_INTERVAL_MS)

@@ -232,6 +232,12 @@ class Agent:
                 return {"ok": False, "error": f"usage: port=<one of {sorted(self.ports)}>, up=bool"}
             self.switch.set_port_up(port, up)
             return {"ok": True}
+        if cmd == "clear_fidelity":
+            self.switch.clear_fidelity()
+            for port in self.ports.values():
+                port.poll_kernel_drops()
+                port.kernel_drops = 0
+            return {"ok": True}
         if cmd == "trace":
             return self.start_trace(request)
         if cmd == "trace_stop":

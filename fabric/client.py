@@ -40,6 +40,11 @@ class AgentClient:
     def set_port(self, port: str, up: bool) -> None:
         self.request("port", port=port, up=up)
 
+    def clear_fidelity(self) -> None:
+        """Restart the fidelity figures (lateness, bytes after XOFF, kernel drops), so the
+        next ``counters`` judge only what happened since."""
+        self.request("clear_fidelity")
+
     def trace_start(self, path: str | Path, interval_ms: float = 1.0,
                     ports: list[str] | None = None) -> dict:
         """Start the agent writing a time series to ``path`` (``fabric.agent.Trace``);

@@ -412,6 +412,12 @@ class IngressBuffers:
             return _NONE_RESUMED
         return [other for other in list(waiting) if other.try_xon(now)]
 
+    def clear_fidelity(self) -> None:
+        """Forget the worst XOFF episodes so far: the next run's are its own."""
+        for buffers in self._pgs.values():
+            for buffer in buffers:
+                buffer.after_xoff_max = 0
+
     def headroom_use(self) -> list[HeadroomUse]:
         """Every lossless PG's worst XOFF episode against its headroom."""
         return [HeadroomUse(b.port, b.pg, b.headroom, b.after_xoff_max, b.headroom_peak,

@@ -60,6 +60,7 @@ from fabric.model.frames import (
 from fabric.model.pause import PfcSender
 from fabric.model.ports import ROUTED, SWITCHED, PortState
 from fabric.model.router import L3Interface, Router
+from fabric.model.scheduler import Lateness
 
 FDB_SWEEP_INTERVAL_S = 1.0
 
@@ -232,6 +233,13 @@ class Switch:
         through since no queue ever builds."""
         control, self._control = self._control, []
         return control
+
+    def clear_fidelity(self) -> None:
+        """Start the fidelity figures afresh (scheduler lateness, bytes after XOFF), as
+        ``sonic-clear`` does watermarks: a run is judged by what happened during it."""
+        for port in self._ports.values():
+            port.egress.scheduler.lateness = Lateness()
+        self._buffers.clear_fidelity()
 
     def set_port_up(self, port: str, up: bool) -> None:
         """Admin (or link) state change: a down port neither receives nor transmits, its

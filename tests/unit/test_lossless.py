@@ -236,6 +236,28 @@ def test_fidelity_verdict_names_what_was_lost():
     assert verdict["problems"][1].startswith("Ethernet12 PG 3: ")
 
 
+def test_clearing_fidelity_forgets_earlier_episodes_and_lateness_only():
+    from fabric.client import fidelity
+    sw = learned(leaf1(headroom_pool=0))
+    blast_until_pfc(sw)
+    for _ in range(60):
+        sw.receive(H2_PORT, udp_frame(26), 0.0)
+    while sw.dequeue(H1_PORT, 1.0) is not None:  # late: the wire was free long before
+        pass
+    before = sw.counters()
+    assert not fidelity(before)["ok"]
+    assert before["ports"][H1_PORT]["fidelity"]["lateness"]["count"] > 0
+    sw.clear_fidelity()
+    after = sw.counters()
+    assert fidelity(after) == {"ok": True, "problems": []}
+    assert after["ports"][H1_PORT]["fidelity"]["lateness"]["count"] == 0
+    pg = after["ports"][H2_PORT]["pgs"]["3"]
+    assert pg["after_xoff_max"] == 0
+    # the counters themselves are not fidelity: drops and PFC sent stay
+    assert pg["drops"] == before["ports"][H2_PORT]["pgs"]["3"]["drops"] > 0
+    assert after["ports"][H2_PORT]["pfc_tx"] == before["ports"][H2_PORT]["pfc_tx"]
+
+
 @pytest.mark.parametrize("count, late", [(100, True), (99, False)])
 def test_lateness_fails_fidelity_only_over_enough_frames(count, late):
     """A p99 over a handful of frames is the worst one: it is reported, not judged."""
