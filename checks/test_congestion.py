@@ -7,9 +7,9 @@ PFC frames captured on the congested switch's upstream wire (pcapng), the endpoi
 statistics and plots. Each records the emulation's fidelity before its verdict: a run
 that could not keep up says so in the report, whatever the verdict.
 
-Sizes: every sender opens QPS QPs, each writing MESSAGES messages of MESSAGE bytes. That
-puts more in flight than leaf buffers hold before XOFF (a dynamic threshold over a 12 MB
-pool), so without flow control something must give.
+Sizes: every sender opens QPS QPs, each writing MESSAGES messages, sized from the
+congested switch's ingress pool (``Incast.message_size``): more in flight than its buffers
+hold before XOFF, so without flow control something must give.
 """
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ from fabric.qos import bound, pg_of_tc, port_setting, tc_of_dscp
 from labs.runtimes.netns import PROJECT_ROOT
 from traffic import patterns
 
-MESSAGE = 1 << 20
 MESSAGES = 2
 QPS = 4
 DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
@@ -57,8 +56,13 @@ def congestion_dir(results):
 def lossless_run(lab, incast, congestion_dir):
     """The incast with PFC doing all the work (DCQCN off), shared by the checks that
     compare against it."""
-    return cg.run_incast(lab, incast, congestion_dir, "lossless", size=MESSAGE,
-                         count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
+    return cg.run_incast(lab, incast, congestion_dir, "lossless",
+                         size=message(lab, incast), count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
+
+
+def message(lab, incast: cg.Incast) -> int:
+    mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+    return incast.message_size(QPS, MESSAGES, mtu)
 
 
 def keep(request, run: cg.Run, incast: cg.Incast, draw: bool = True) -> None:
@@ -94,8 +98,8 @@ def test_lossless_incast(request, incast, lossless_run):
 def test_negative_control_without_pfc(request, lab, incast, congestion_dir):
     """The same incast on a copy of the configs without pfc_enable must lose frames."""
     with cg.variant(lab, "nopfc", congestion_dir, cg.without_pfc) as other:
-        run = cg.run_incast(other, incast, congestion_dir, "without-pfc", size=MESSAGE,
-                            count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
+        run = cg.run_incast(other, incast, congestion_dir, "without-pfc",
+                            size=message(lab, incast), count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
     keep(request, run, incast)
     drops = run.drop_reasons()
     assert run.pfc_sent() == 0, f"PFC sent although no port enables it: {run.summary()}"
@@ -107,8 +111,8 @@ def test_negative_control_without_pfc(request, lab, incast, congestion_dir):
 def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
     """With DCQCN on, CE marks and CNPs slow the senders before PFC must: less pause time
     than the same incast with DCQCN off, and the congested switch mostly below XOFF."""
-    run = cg.run_incast(lab, incast, congestion_dir, "dcqcn", size=MESSAGE, count=MESSAGES,
-                        qps=QPS, timeout_s=180)
+    run = cg.run_incast(lab, incast, congestion_dir, "dcqcn", size=message(lab, incast),
+                        count=MESSAGES, qps=QPS, timeout_s=180)
     keep(request, run, incast)
     with_dcqcn, without = run.paused_s(incast.priority), lossless_run.paused_s(incast.priority)
     figures = {"marks": run.marks(), "cnps": run.cnps(),
@@ -134,9 +138,9 @@ def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir
     enabled, _ = port_setting(switch.qos, incast.port, "pfc_enable")
     if tc in enabled:
         pytest.skip(f"DSCP {LOSSY_DSCP} maps to TC {tc}, which {incast.switch} makes lossless")
-    run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=MESSAGE, count=MESSAGES + 1,
-                        qps=QPS, nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}},
-                        dscp=LOSSY_DSCP)
+    run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=message(lab, incast),
+                        count=MESSAGES + 1, qps=QPS, dscp=LOSSY_DSCP,
+                        nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}})
     keep(request, run, incast)
     assert run.pfc_sent() == 0, f"a lossy class triggered PFC: {run.summary()}"
     assert run.pg_drops(pg) > 0, (f"DSCP {LOSSY_DSCP} (TC {tc}, PG {pg}) lost nothing under "
@@ -152,8 +156,8 @@ def test_headroom_too_small_drops(request, lab, incast, congestion_dir, lossless
     frame = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
     shrunk = frame // 4
     with cg.variant(lab, "headroom", congestion_dir, cg.headroom_of(shrunk)) as other:
-        run = cg.run_incast(other, incast, congestion_dir, "small-headroom", size=MESSAGE,
-                            count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
+        run = cg.run_incast(other, incast, congestion_dir, "small-headroom",
+                            size=message(lab, incast), count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
     run.fidelity["problems"] = [p for p in run.fidelity["problems"] if "after XOFF" not in p]
     run.fidelity["ok"] = not run.fidelity["problems"]
     keep(request, run, incast)
@@ -177,7 +181,7 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
         pytest.skip(f"{incast.switch} {port} has no PFC_WD entry")
     poll = switch.config.qos.pfc_wd_poll_interval_ms / 1000
     before = lab.agent(incast.switch).counters()["ports"][port]["watchdog"][str(incast.queue)]
-    flows = [patterns.FlowSpec(source, stormer, MESSAGE, 8)]  # ~2 s at line rate
+    flows = [patterns.FlowSpec(source, stormer, 1 << 21, 4)]  # ~2 s at line rate
     flowing = threading.Event()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         roce = pool.submit(patterns.run, lab, flows, pattern="storm", timeout_s=60,

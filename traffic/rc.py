@@ -94,7 +94,7 @@ class Requester:
         self.sent_high = 0  # one past the highest index ever sent
         self.first_sent: dict[int, float] = {}  # message -> first transmission of its first packet
         self.deadline: float | None = None  # retransmit timer
-        self.ackreq_at: float | None = None  # when a packet last asked for an ACK (or the first went)
+        self.ackreq_at: float | None = None  # last ACK request (or the first packet)
         self.retries = 0  # timeouts in a row without progress
         self.failed: str | None = None
         self.stats = RequesterStats()
