@@ -10,9 +10,6 @@ import os
 
 import pytest
 
-from labs import lab as labs
-from tests.conftest import copy_lab
-from tests.integration.test_lab import NOTHING, traces
 from traffic import patterns
 
 pytestmark = [
@@ -24,16 +21,6 @@ SWITCHES = ("leaf1", "leaf2", "spine1", "spine2")
 BOTTLENECK = ("leaf1", "Ethernet8")  # leaf1's port to h1
 ROCE_QUEUE = "3"
 CNP_QUEUE = "6"
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    lab = labs.up(str(copy_lab(tmp_path_factory.mktemp("lab"))))
-    try:
-        yield lab
-    finally:
-        lab.down()
-    assert traces(lab.name) == NOTHING
 
 
 def snapshot(lab) -> dict[str, dict]:

@@ -40,16 +40,6 @@ def traces(name: str) -> dict:
 NOTHING = {"namespaces": [], "state": False, "agents": []}
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    from tests.conftest import copy_lab
-    path = copy_lab(tmp_path_factory.mktemp("lab"))
-    lab = labs.up(str(path))
-    try:
-        yield lab
-    finally:
-        lab.down()
-    assert traces(lab.name) == NOTHING
 
 
 def test_every_host_reaches_every_other_host_both_ways(lab):

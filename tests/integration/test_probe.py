@@ -11,8 +11,7 @@ import os
 import pytest
 from scapy.utils import PcapNgReader
 
-from labs import lab as labs
-from tests.integration.test_lab import NOTHING, traces, wait_for
+from tests.integration.test_lab import wait_for
 from traffic.probe import ProbeError, ProbeResult, probe
 
 pytestmark = [
@@ -22,17 +21,6 @@ pytestmark = [
 
 SPINES = {"spine1", "spine2"}
 COUNT = 6
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    from tests.conftest import copy_lab
-    lab = labs.up(str(copy_lab(tmp_path_factory.mktemp("lab"))))
-    try:
-        yield lab
-    finally:
-        lab.down()
-    assert traces(lab.name) == NOTHING
 
 
 def run(lab, src: str, dst: str, kind: str, **kw) -> ProbeResult:

@@ -10,25 +10,12 @@ import os
 
 import pytest
 
-from labs import lab as labs
-from tests.integration.test_lab import NOTHING, traces
 from traffic import softroce, tcp_baseline
 
 pytestmark = [
     pytest.mark.root,
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root: network namespaces and veth"),
 ]
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    from tests.conftest import copy_lab
-    lab = labs.up(str(copy_lab(tmp_path_factory.mktemp("lab"))))
-    try:
-        yield lab
-    finally:
-        lab.down()
-    assert traces(lab.name) == NOTHING
 
 
 def test_two_to_one_tcp_incast_delivers_on_both_flows(lab):
