@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The first quick-start command: install, bring up the default lab, show that it works.
+# The first quick-start command: install, bring up the default lab, show that it works, and
+# run its checks (RoCE v1/v2 domains and classes, then the congestion checks: ~3 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LAB=${1:-roce-v2-leafspine}
@@ -9,6 +10,7 @@ scripts/install.sh
 .venv/bin/invoke lab.up "$LAB"
 .venv/bin/invoke lab.status --name "$LAB"
 .venv/bin/invoke lab.pingall --name "$LAB"
+.venv/bin/invoke check "$LAB"   # the report to read first: results/<lab>-<time>/summary.md
 echo
 echo "The lab stays up. Try: .venv/bin/invoke lab.exec h1 -- ping -c3 10.1.2.13"
 echo "Take it down with:    .venv/bin/invoke lab.down $LAB"

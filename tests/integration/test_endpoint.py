@@ -7,10 +7,12 @@ RoCE with ICMP.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
-from traffic import patterns
+from traffic import packets, patterns
+from traffic.capture import Capture
 
 pytestmark = [
     pytest.mark.root,
@@ -76,6 +78,35 @@ def test_incast_delivers_every_message_and_agrees_with_the_switches(lab):
     # h1's kernel saw RoCE for a port it holds: no ICMP port unreachable, no UDP errors
     for key in ("Icmp.OutDestUnreachs", "Udp.NoPorts"):
         assert icmp_after[key] == icmp_before[key], key
+
+
+def test_the_frames_on_the_wire_are_roce_wireshark_decodes_with_valid_icrcs(lab, tmp_path):
+    """What the endpoints put on h1's wire, captured and decoded by tshark: RDMA WRITEs
+    first/middle/last with RETH on the first, ACKs with AETH, DSCP 26 and ECT(0) on data;
+    every ICRC valid (checked by ours, which Wireshark's agrees with in test_packets)."""
+    flows = [patterns.FlowSpec("h2", "h1", 3 * 4096 + 100, 2)]
+    with Capture(lab, where=[("h1", "eth1")], pcap_dir=tmp_path,
+                 match=lambda f: packets.classify(f) is not None) as capture:
+        assert patterns.run(lab, flows, pattern="incast", timeout_s=30)["complete"]
+        capture.wait_quiet(0.2, 2.0)
+        frames = [s.frame for s in capture.frames()]
+    assert frames and all(packets.verify_icrc(f) for f in frames)
+    (pcap,) = tmp_path.glob("*.pcapng")
+    argv = ["tshark", "-r", str(pcap), "-o", "infiniband.rroce.port:4791",
+            "--disable-protocol", "rpcordma", "-T", "fields", "-E", "separator=/t",
+            "-e", "frame.protocols", "-e", "infiniband.bth.opcode",
+            "-e", "infiniband.reth.dmalen", "-e", "infiniband.aeth.syndrome",
+            "-e", "ip.dsfield.dscp", "-e", "ip.dsfield.ecn"]
+    rows = [line.split("\t") for line in
+            subprocess.run(argv, check=True, capture_output=True, text=True,
+                           timeout=60).stdout.splitlines()]
+    assert rows and all("udp:infiniband" in r[0] for r in rows)
+    data = [r for r in rows if int(r[1]) in (0x06, 0x07, 0x08)]
+    acks = [r for r in rows if int(r[1]) == 0x11]
+    assert [int(r[1]) for r in data] == [0x06, 0x07, 0x07, 0x08] * 2
+    assert [r[2] for r in data if int(r[1]) == 0x06] == [str(3 * 4096 + 100)] * 2
+    assert all((r[4], r[5]) == ("26", "2") for r in data)  # the NIC's DSCP, ECT(0)
+    assert acks and all(int(r[3]) == 0x1F for r in acks)  # ACK, credits not given
 
 
 def test_ring_allreduce_delivers_every_chunk(lab):
