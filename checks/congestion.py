@@ -119,7 +119,8 @@ class Run:
         return int(self._sum(lambda n, p, c: c["pgs"][str(pg)]["drops"]))
 
     def queue_drops(self, queue: int) -> int:
-        return int(self._sum(lambda n, p, c: sum(v[queue] for v in c["egress_drops"].values())))
+        """Frames every switch dropped from egress ``queue`` (WRED, watchdog, port down)."""
+        return int(self._sum(lambda n, p, c: sum(c["queues"][str(queue)]["dropped"].values())))
 
     def drop_reasons(self) -> dict[str, int]:
         """Every ingress and egress drop reason with its count, over all switches."""
@@ -129,8 +130,8 @@ class Run:
             for _, _, c in self.ports(side):
                 for reason, n in c["drops"].items():
                     out[reason] = out.get(reason, 0) + sign * n
-                for reason, per_queue in c["egress_drops"].items():
-                    out[reason] = out.get(reason, 0) + sign * sum(per_queue)
+                for reason, n in c["egress_drops"].items():
+                    out[reason] = out.get(reason, 0) + sign * n
         return {k: v for k, v in out.items() if v}
 
     def pfc_sent(self, node: str | None = None, priority: int | None = None) -> int:
@@ -159,13 +160,17 @@ class Run:
     def cnps(self) -> int:
         return sum(f["receiver"]["cnps_sent"] for f in self.result["flows"])
 
-    def xoff_share(self, switch: str) -> float:
-        """The share of the run's samples in which any PG of ``switch`` was in XOFF."""
+    def xoff_share(self, switch: str, port: str) -> float:
+        """The share of the time ``port`` of ``switch`` had a queue, from its first
+        non-empty sample to its last, in which any PG of the switch was in XOFF (start-up
+        and the idle tail do not dilute it)."""
         _, samples = plots.load_trace(self.traces[switch])
-        if not samples:
+        busy = [i for i, s in enumerate(samples) if any(s["ports"][port]["queue_bytes"])]
+        if not busy:
             return 0.0
-        held = sum(1 for s in samples if any(any(p["xoff"]) for p in s["ports"].values()))
-        return held / len(samples)
+        window = samples[busy[0]:busy[-1] + 1]
+        held = sum(1 for s in window if any(any(p["xoff"]) for p in s["ports"].values()))
+        return held / len(window)
 
     def summary(self) -> dict:
         return {"name": self.name, "complete": self.result["complete"],
@@ -185,7 +190,8 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
     out = folder / name
     out.mkdir(parents=True, exist_ok=True)
     if dscp is not None:
-        nic = {**(nic or {}), "*": {**(nic or {}).get("*", {}), "roce": {"dscp": dscp}}}
+        every = (nic or {}).get("*", {})
+        nic = {**(nic or {}), "*": {**every, "roce": {**every.get("roce", {}), "dscp": dscp}}}
     switches = [s.name for s in lab.topology.switches]
     traces = {s: out / f"trace-{s}.jsonl" for s in switches}
     for s in switches:  # the run is judged by its own fidelity, not by earlier runs'
@@ -193,9 +199,9 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
     before = {s: lab.agent(s).counters() for s in switches}
     for s in switches:
         lab.agent(s).trace_start(traces[s], interval_ms=TRACE_INTERVAL_MS)
-    iface = incast.upstream[0][0]
-    try:
-        with Capture(lab, where=[(incast.switch, iface)], pcap_dir=out / "pcap",
+    try:  # PFC leaves the congested switch on whichever upstream PG reached XOFF
+        with Capture(lab, where=[(incast.switch, i) for i, _, _ in incast.upstream],
+                     pcap_dir=out / "pcap",
                      match=lambda f: f[:6] == PFC_DST_BYTES,
                      bpf=afpacket.dst_mac_filter(PFC_DST_BYTES)) as capture:
             result = patterns.run(lab, patterns.incast(incast.receiver, list(incast.senders),
@@ -207,11 +213,12 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
         for s in switches:
             lab.agent(s).trace_stop()
     after = {s: lab.agent(s).counters() for s in switches}
-    verdicts = {s: fidelity(after[s]) for s in switches}
+    problems = [f"{s}: {p}" for s in switches for p in fidelity(after[s])["problems"]]
+    problems += [f"{host}: {report['kernel_rx_drops']} frames dropped in the kernel under "
+                 f"its endpoint" for host, report in result["hosts"].items()
+                 if report["kernel_rx_drops"]]
     run = Run(name, out, result, before, after, traces, pfc_frames,
-              {"ok": all(v["ok"] for v in verdicts.values()),
-               "problems": [f"{s}: {p}" for s, v in verdicts.items() for p in v["problems"]],
-               "time_scale": result["time_scale"]})
+              {"ok": not problems, "problems": problems, "time_scale": result["time_scale"]})
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "counters.json").write_text(json.dumps({"before": before, "after": after}) + "\n")
     (out / "summary.json").write_text(json.dumps(run.summary(), indent=1) + "\n")

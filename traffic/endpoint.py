@@ -11,7 +11,8 @@ setup would. The endpoint
 - builds every frame itself (``traffic.wire``) with a valid ICRC, marks data with the NIC's
   RoCE DSCP and ECT(0) when ECN is on, CNPs with the CNP DSCP;
 - paces each QP at its DCQCN rate (``traffic.dcqcn``, timers and rates scaled by S) and the
-  port at line rate (speed / S), and holds frames of a priority its link partner paused;
+  port at line rate (speed / S), and holds its RoCE frames (data, ACKs) while its link
+  partner pauses the RoCE priority (CNPs travel in their own class);
 - runs RC (``traffic.rc``): ACK coalescing, NAK and go-back-N, the retransmit timeout;
 - as the notification point, answers CE-marked packets with CNPs (at most one per flow per
   interval);
@@ -27,6 +28,7 @@ the end of stdin.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import select
@@ -42,7 +44,7 @@ from labs import nic as nics
 from traffic import hostnet, wire
 from traffic.dcqcn import NotificationPoint, ReactionPoint
 from traffic.pause import PauseTimer
-from traffic.rc import DATA_OPCODES, Requester, Responder
+from traffic.rc import DATA_OPCODES, RETH_OPCODES, Requester, Responder
 
 ECT0 = 2
 CE = 3
@@ -129,7 +131,7 @@ class Endpoint:
         self.spec = spec
         self.iface = spec.get("iface", "eth1")
         self.scale = float(spec["time_scale"])
-        self.line_bps = spec.get("speed_mbps", 100_000) * 1e6 / self.scale
+        self.line_bps = spec["speed_mbps"] * 1e6 / self.scale
         self.nic = nics.NicSettings.model_validate(spec.get("nic") or {})
         self.deadline_s = float(spec.get("timeout_s", 60.0))
         roce = self.nic.roce
@@ -149,6 +151,7 @@ class Endpoint:
         self.wire_free = 0.0
         self.held: list[bytes] = []  # ACKs/NAKs waiting out a pause of their priority
         self.kernel_drops = 0
+        self.tx_errors = 0  # frames the kernel refused to send
 
     # --- set-up ------------------------------------------------------------------------
 
@@ -205,8 +208,9 @@ class Endpoint:
                 self.pause.settle(now)
                 say({"event": "done", **self.results(t0, timed_out=not self.complete())})
                 reported = True
+            wake = self._wake(now, next_progress)
             ready, _, _ = select.select([self.sock, stdin], [], [],
-                                        max(0.0, self._wake(now, next_progress) - now))
+                                        max(0.0, wake - time.monotonic()))
             if stdin in ready:
                 line = stdin.readline()
                 if not line or line.strip() == "stop":
@@ -233,7 +237,9 @@ class Endpoint:
 
     def _receive(self, now: float) -> None:
         while (got := afpacket.recv_frame(self.sock)) is not None:
-            frame = got[0]
+            frame, kind = got
+            if kind == socket.PACKET_OUTGOING:  # kernels that ignore PACKET_IGNORE_OUTGOING
+                continue
             if self.pause.on_frame(frame, now):
                 continue
             incoming = wire.parse(frame)
@@ -308,7 +314,7 @@ class Endpoint:
             flow = min(due, key=lambda f: f.next_at)
             segment = flow.rc.next_segment(now)
             reth = (segment.offset, segment.message_bytes) \
-                if segment.opcode in (0x06, 0x0A) else None
+                if segment.opcode in RETH_OPCODES else None
             frame = wire.data_frame(flow.headers, flow.peer_qpn, segment.psn, segment.opcode,
                                     segment.payload, ackreq=segment.ackreq, reth=reth)
             self._transmit(frame)
@@ -317,18 +323,25 @@ class Endpoint:
             bits = len(frame) * 8
             if flow.rp is not None:
                 flow.rp.on_bytes_sent(len(frame), now)
-            flow.next_at = max(flow.next_at, now - bits / flow.rate(now)) + \
-                bits / flow.rate(now)
+            frame_s = bits / flow.rate(now)
+            flow.next_at = max(flow.next_at, now - frame_s) + frame_s
             self.wire_free = max(self.wire_free, now - bits / self.line_bps) + \
                 bits / self.line_bps
 
     def _transmit(self, frame: bytes) -> None:
+        """Send, waiting while the socket is full. A frame the kernel refuses (the veth
+        backlog full, the link down) is lost on the wire: counted, and RC recovers it."""
         while True:
             try:
                 self.sock.send(frame)
                 return
             except BlockingIOError:
                 select.select([], [self.sock], [], 0.01)
+            except OSError as e:
+                if e.errno not in (errno.ENOBUFS, errno.ENETDOWN):
+                    raise
+                self.tx_errors += 1
+                return
 
     def _sample_rate(self, flow: SendFlow, now: float, force: bool = False) -> None:
         series = flow.rate_series
@@ -350,7 +363,7 @@ class Endpoint:
                 "senders": [f.result(t0) for f in self.senders],
                 "receivers": [f.result() for f in self.receivers.values()],
                 "pfc_received": self.pause.received, "paused_s": self.pause.paused_s,
-                "kernel_rx_drops": self.kernel_drops}
+                "kernel_rx_drops": self.kernel_drops, "tx_errors": self.tx_errors}
 
 
 def _hold_roce_port() -> socket.socket:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import selectors
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fabric.config import port_name
 from labs.lab import Lab
 from labs.nic import NicSettings
 from labs.runtimes.netns import PROJECT_ROOT
@@ -36,6 +38,7 @@ SPORT_BASE = 0xC000
 WINDOW = 1024
 FRAME_OVERHEAD = 14 + 20 + 8 + 12 + 16 + 4  # Ethernet, IPv4, UDP, BTH, RETH, ICRC
 START_TIMEOUT_S = 15.0
+DEFAULT_SPEED_MBPS = 100_000
 
 
 NicOverrides = dict[str, dict[str, dict[str, Any]]]  # host or "*" -> section -> fields
@@ -131,7 +134,7 @@ def check_hosts(lab: Lab, flows: list[FlowSpec]) -> dict[str, Node]:
 
 
 def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
-          speed_mbps: int, nic: NicOverrides | None = None) -> dict[str, dict]:
+          nic: NicOverrides | None = None) -> dict[str, dict]:
     """Each host's endpoint spec (see ``traffic.endpoint``)."""
     hosts = check_hosts(lab, flows)
     addresses = lab.host_addresses()
@@ -141,7 +144,7 @@ def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
         if name not in addresses:
             raise PatternError(f"host {name} has no IPv4 address on a lab link")
         out[name] = {"iface": lab.topology.interfaces(name)[0], "time_scale": node.time_scale,
-                     "speed_mbps": speed_mbps, "timeout_s": timeout_s,
+                     "speed_mbps": host_speed_mbps(lab, name), "timeout_s": timeout_s,
                      "nic": nic_settings(node, nic).model_dump(),
                      "send": [], "receive": []}
     for i, flow in enumerate(flows):
@@ -160,9 +163,21 @@ def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
 Progress = Callable[[int, int], None]  # (bytes acknowledged so far, bytes in all flows)
 
 
+def host_speed_mbps(lab: Lab, host: str) -> int:
+    """The speed of the switch port a host is wired to (PORT table), which its NIC runs at
+    too; 100G when the peer is not a switch with a config."""
+    topo = lab.topology
+    for link in topo.links:
+        for mine, peer in ((link.a, link.b), (link.b, link.a)):
+            config = topo.nodes[peer.node].config if mine.node == host else None
+            port = config.ports.get(port_name(peer.iface)) if config else None
+            if port is not None:
+                return port.speed_mbps
+    return DEFAULT_SPEED_MBPS
+
+
 def run(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 60.0,
-        speed_mbps: int = 100_000, nic: NicOverrides | None = None,
-        progress: Progress | None = None) -> dict[str, Any]:
+        nic: NicOverrides | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Run ``flows`` concurrently through ``lab`` and return every flow's results.
 
     All endpoints start, open their sockets and resolve their peers before any sends (a
@@ -173,9 +188,9 @@ def run(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 60.
     nodes = check_hosts(lab, flows)
     scale = nodes[flows[0].src].time_scale
     mtu = nic_settings(nodes[flows[0].src], nic).roce.mtu
-    rto_s = retransmit_timeout(flows, speed_mbps * 1e6 / scale, mtu)
-    per_host = specs(lab, flows, rto_s=rto_s, timeout_s=timeout_s, speed_mbps=speed_mbps,
-                     nic=nic)
+    slowest = min(host_speed_mbps(lab, h) for f in flows for h in (f.src, f.dst))
+    rto_s = retransmit_timeout(flows, slowest * 1e6 / scale, mtu)
+    per_host = specs(lab, flows, rto_s=rto_s, timeout_s=timeout_s, nic=nic)
     total = sum(f.size * f.count for f in flows)
     procs: dict[str, subprocess.Popen] = {}
     try:
@@ -183,33 +198,52 @@ def run(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 60.
             argv = lab.runtime.exec_argv(lab.state, host,
                                          [sys.executable, "-m", "traffic.endpoint", "--spec", "-"])
             procs[host] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                           stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
-                                           bufsize=1)
-            procs[host].stdin.write(json.dumps(spec) + "\n")
+                                           stderr=subprocess.PIPE, cwd=PROJECT_ROOT)
         events = _Events(procs)
+        for host, spec in per_host.items():
+            events.tell(host, json.dumps(spec))
         events.await_all("ready", time.monotonic() + START_TIMEOUT_S)
         started = time.monotonic()
-        for proc in procs.values():
-            proc.stdin.write("go\n")
+        for host in procs:
+            events.tell(host, "go")
         done = events.await_all("done", started + timeout_s + START_TIMEOUT_S,
                                 on_progress=lambda acked: progress and progress(acked, total))
         elapsed = time.monotonic() - started
-        for proc in procs.values():
-            proc.stdin.write("stop\n")
     finally:
         _stop(procs)
     return merge(pattern, lab.name, flows, done, scale, rto_s, elapsed)
 
 
 class _Events:
-    """JSON lines from every endpoint, read as they come."""
+    """JSON lines from every endpoint, read from the pipes' bytes as they come (a buffered
+    reader could hold a second line where select() no longer sees it)."""
 
     def __init__(self, procs: dict[str, subprocess.Popen]) -> None:
         self.procs = procs
         self.sel = selectors.DefaultSelector()
+        self.pending: dict[str, bytes] = {host: b"" for host in procs}
         for host, proc in procs.items():
-            self.sel.register(proc.stdout, selectors.EVENT_READ, host)
+            self.sel.register(proc.stdout.fileno(), selectors.EVENT_READ, host)
         self.acked: dict[str, int] = {}
+
+    def tell(self, host: str, line: str) -> None:
+        try:
+            self.procs[host].stdin.write(line.encode() + b"\n")
+            self.procs[host].stdin.flush()
+        except BrokenPipeError:
+            raise PatternError(f"endpoint on {host} exited: {self._why(host)}") from None
+
+    def lines(self, timeout: float) -> list[tuple[str, str]]:
+        """(host, line) for every complete line that arrived within ``timeout``."""
+        out = []
+        for key, _ in self.sel.select(timeout):
+            host = key.data
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                raise PatternError(f"endpoint on {host} exited: {self._why(host)}")
+            *complete, self.pending[host] = (self.pending[host] + chunk).split(b"\n")
+            out += [(host, line.decode()) for line in complete]
+        return out
 
     def await_all(self, kind: str, deadline: float,
                   on_progress: Callable[[int], Any] | None = None) -> dict[str, dict]:
@@ -219,12 +253,11 @@ class _Events:
             if remaining <= 0:
                 missing = sorted(set(self.procs) - set(got))
                 raise PatternError(f"endpoints on {', '.join(missing)} sent no {kind!r} in time")
-            for key, _ in self.sel.select(remaining):
-                host = key.data
-                line = key.fileobj.readline()
-                if not line:
-                    raise PatternError(f"endpoint on {host} exited: {self._why(host)}")
-                event = json.loads(line)
+            for host, line in self.lines(remaining):
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    raise PatternError(f"endpoint on {host} said: {line[:200]}") from None
                 if event["event"] == "error":
                     raise PatternError(f"endpoint on {host}: {event['error']}")
                 if event["event"] == "progress":
@@ -238,10 +271,11 @@ class _Events:
     def _why(self, host: str) -> str:
         proc = self.procs[host]
         try:
-            _, err = proc.communicate(timeout=2)
+            proc.wait(timeout=2)
+            err = proc.stderr.read().decode(errors="replace")
         except subprocess.TimeoutExpired:
             return "no output"
-        lines = (err or "").strip().splitlines()
+        lines = err.strip().splitlines()
         return lines[-1] if lines else f"exit code {proc.returncode}"
 
 

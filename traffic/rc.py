@@ -30,6 +30,7 @@ OPCODES = {
     ("write", "only"): 0x0A,
 }
 ENDS_MESSAGE = {OPCODES[op, part] for op in ("send", "write") for part in ("last", "only")}
+RETH_OPCODES = frozenset((OPCODES["write", "first"], OPCODES["write", "only"]))
 DATA_OPCODES = frozenset(OPCODES.values())
 
 

@@ -13,6 +13,7 @@ import struct
 from typing import NamedTuple
 
 from traffic.packets import AETH_CREDITS_INVALID, ROCE_V2_PORT, icrc
+from traffic.rc import RETH_OPCODES
 
 ETH = struct.Struct("!6s6sH")
 IPV4 = struct.Struct("!BBHHHBBH4s4s")
@@ -101,7 +102,8 @@ def cnp_frame(headers: Headers, dqpn: int) -> bytes:
 
 
 # bytes between the BTH and the payload, by opcode: RETH, AETH, the CNP's reserved bytes
-EXTENSION = {0x06: RETH.size, 0x0A: RETH.size, ACK_OPCODE: AETH.size, CNP_OPCODE: CNP_PADDING}
+EXTENSION = {**dict.fromkeys(RETH_OPCODES, RETH.size), ACK_OPCODE: AETH.size,
+             CNP_OPCODE: CNP_PADDING}
 
 
 class Incoming(NamedTuple):

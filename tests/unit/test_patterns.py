@@ -14,8 +14,21 @@ LAB = topology.load("roce-v2-leafspine")
 ADDRESSES = {"h1": "10.1.1.11", "h2": "10.1.1.12", "h3": "10.1.2.13", "h4": "10.1.2.14"}
 
 
-def fake_lab():
-    return SimpleNamespace(name=LAB.name, topology=LAB, host_addresses=lambda: ADDRESSES)
+def fake_lab(topo=LAB):
+    return SimpleNamespace(name=topo.name, topology=topo, host_addresses=lambda: ADDRESSES)
+
+
+def test_a_host_runs_at_its_switch_ports_speed(tmp_path):
+    import json
+    from tests.conftest import copy_lab
+    clab = copy_lab(tmp_path)
+    config = clab.parent / "configs" / "leaf1" / "config_db.json"
+    data = json.loads(config.read_text())
+    data["PORT"]["Ethernet8"]["speed"] = "25000"  # leaf1's port to h1
+    config.write_text(json.dumps(data))
+    lab = fake_lab(topology.load(clab))
+    assert patterns.host_speed_mbps(lab, "h1") == 25000
+    assert patterns.host_speed_mbps(lab, "h2") == 100000
 
 
 def test_incast_is_one_flow_per_sender_and_qp():
@@ -70,7 +83,7 @@ def test_nic_overrides_lay_over_the_hosts_file_section_by_section():
 
 def test_specs_agree_on_both_ends_of_every_qp():
     flows = patterns.incast("h1", ["h2", "h3"], 8192, 2)
-    specs = patterns.specs(fake_lab(), flows, rto_s=1.5, timeout_s=30, speed_mbps=100000)
+    specs = patterns.specs(fake_lab(), flows, rto_s=1.5, timeout_s=30)
     assert sorted(specs) == ["h1", "h2", "h3"]
     assert specs["h1"]["send"] == [] and len(specs["h1"]["receive"]) == 2
     for sender in ("h2", "h3"):
@@ -83,15 +96,14 @@ def test_specs_agree_on_both_ends_of_every_qp():
     assert specs["h2"]["send"][0]["sport"] != specs["h3"]["send"][0]["sport"]  # ECMP entropy
     assert specs["h2"]["nic"]["roce"]["mtu"] == LAB.nodes["h2"].nic.roce.mtu
     assert specs["h2"]["time_scale"] == LAB.nodes["h2"].time_scale
+    assert specs["h2"]["speed_mbps"] == 100000  # leaf1's PORT|Ethernet12 speed
 
 
 def test_specs_refuse_unknown_hosts_and_self_flows_in_one_line():
     with pytest.raises(patterns.PatternError, match=r"no host 'h9' \(hosts: "):
-        patterns.specs(fake_lab(), [FlowSpec("h9", "h1", 1, 1)], rto_s=1, timeout_s=1,
-                       speed_mbps=1)
+        patterns.specs(fake_lab(), [FlowSpec("h9", "h1", 1, 1)], rto_s=1, timeout_s=1)
     with pytest.raises(patterns.PatternError, match="cannot send to itself"):
-        patterns.specs(fake_lab(), [FlowSpec("h1", "h1", 1, 1)], rto_s=1, timeout_s=1,
-                       speed_mbps=1)
+        patterns.specs(fake_lab(), [FlowSpec("h1", "h1", 1, 1)], rto_s=1, timeout_s=1)
 
 
 def sender(name, done=2, failed=None):
