@@ -122,6 +122,7 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
     (run.folder / "comparison.json").write_text(json.dumps(figures, indent=1) + "\n")
     record_evidence(request, run.folder / "comparison.json")
     assert run.result["complete"], f"not every message arrived: {run.summary()}"
+    assert run.flows("retransmitted") == 0, f"DCQCN's slow senders retransmitted: {run.summary()}"
     assert figures["marks"] > 0 and figures["cnps"] > 0 and figures["cnps_received"] > 0, (
         f"no ECN feedback loop: {figures}")
     assert without > 0, f"without DCQCN nothing paused, so there is nothing to compare: {figures}"

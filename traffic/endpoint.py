@@ -13,7 +13,8 @@ setup would. The endpoint
 - paces each QP at its DCQCN rate (``traffic.dcqcn``, timers and rates scaled by S) and the
   port at line rate (speed / S), and holds its RoCE frames (data, ACKs) while its link
   partner pauses the RoCE priority (CNPs travel in their own class);
-- runs RC (``traffic.rc``): ACK coalescing, NAK and go-back-N, the retransmit timeout;
+- runs RC (``traffic.rc``): ACK coalescing (by count and by a timer), NAK and go-back-N,
+  the retransmit timeout;
 - as the notification point, answers CE-marked packets with CNPs (at most one per flow per
   interval);
 - holds UDP port 4791 with a socket it never reads, as rxe's kernel socket does, so the
@@ -44,7 +45,7 @@ from labs import nic as nics
 from traffic import hostnet, wire
 from traffic.dcqcn import NotificationPoint, ReactionPoint
 from traffic.pause import PauseTimer
-from traffic.rc import DATA_OPCODES, RETH_OPCODES, Requester, Responder
+from traffic.rc import DATA_OPCODES, RETH_OPCODES, Reply, Requester, Responder
 
 ECT0 = 2
 CE = 3
@@ -179,7 +180,8 @@ class Endpoint:
         roce, cnp = self.nic.roce, self.nic.cnp
         return ReceiveFlow(
             f["name"], f["qpn"], f["peer_qpn"],
-            Responder(start_psn=f.get("start_psn", 0), ack_every=f.get("ack_every", 16)),
+            Responder(start_psn=f.get("start_psn", 0), ack_every=f.get("ack_every", 16),
+                      ack_delay_s=f["ack_delay_s"]),
             f["count"], self._headers(f["peer_ip"], roce.dscp, 0, f["sport"]),
             self._headers(f["peer_ip"], cnp.dscp, 0, f["sport"]),
             NotificationPoint(self.params) if self.params else None)
@@ -231,6 +233,9 @@ class Endpoint:
                 wake = min(wake, max(flow.next_at, self.wire_free, self.pause.until))
             if flow.rp is not None and (event := flow.rp.next_event(now)) is not None:
                 wake = min(wake, event)
+        for receiver in self.receivers.values():
+            if (due := receiver.rc.next_timer()) is not None:
+                wake = min(wake, due)
         if self.held:
             wake = min(wake, self.pause.until)
         return wake
@@ -272,11 +277,8 @@ class Endpoint:
         if flow.np is not None and flow.np.on_packet(now, ce):
             self._control(wire.cnp_frame(flow.cnp_headers, flow.peer_qpn), paused=False)
         before = flow.rc.stats.messages
-        reply = flow.rc.on_packet(incoming.psn, incoming.opcode, incoming.payload,
-                                  incoming.ackreq)
-        if reply is not None:
-            self._control(wire.ack_frame(flow.ack_headers, flow.peer_qpn, reply.psn, reply.msn,
-                                         nak=reply.kind == "nak"), paused=now < self.pause.until)
+        self._reply(flow, flow.rc.on_packet(incoming.psn, incoming.opcode, incoming.payload,
+                                            incoming.ackreq, now), now)
         delivered = flow.rc.stats.messages - before
         if delivered:
             if flow.rc.stats.messages >= flow.count and flow.finished is None:
@@ -284,6 +286,11 @@ class Endpoint:
             for sender in self.senders:
                 if sender.after == flow.name:
                     sender.rc.post(delivered)
+
+    def _reply(self, flow: ReceiveFlow, reply: Reply | None, now: float) -> None:
+        if reply is not None:
+            self._control(wire.ack_frame(flow.ack_headers, flow.peer_qpn, reply.psn, reply.msn,
+                                         nak=reply.kind == "nak"), paused=now < self.pause.until)
 
     def _control(self, frame: bytes, paused: bool) -> None:
         """ACKs and NAKs travel in the RoCE class, so a pause holds them; CNPs have their own
@@ -298,6 +305,8 @@ class Endpoint:
             held, self.held = self.held, []
             for frame in held:
                 self._transmit(frame)
+        for receiver in self.receivers.values():
+            self._reply(receiver, receiver.rc.poll(now), now)
         for flow in self.senders:
             flow.rc.poll(now)
             if flow.rc.done and flow.finished is None:

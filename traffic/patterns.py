@@ -38,6 +38,7 @@ SPORT_BASE = 0xC000
 WINDOW = 1024
 FRAME_OVERHEAD = 14 + 20 + 8 + 12 + 16 + 4  # Ethernet, IPv4, UDP, BTH, RETH, ICRC
 START_TIMEOUT_S = 15.0
+ACK_DELAYS_PER_TIMEOUT = 8  # a held ACK goes out well before the sender's timer fires
 DEFAULT_SPEED_MBPS = 100_000
 
 
@@ -156,7 +157,8 @@ def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
             "op": flow.op, "window": WINDOW, "rto_s": rto_s, "after": flow.after})
         out[flow.dst]["receive"].append({
             **common, "qpn": RECEIVER_QPN + i, "peer_qpn": SENDER_QPN + i,
-            "peer_ip": addresses[flow.src], "count": flow.count})
+            "peer_ip": addresses[flow.src], "count": flow.count,
+            "ack_delay_s": rto_s / ACK_DELAYS_PER_TIMEOUT})
     return out
 
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 PSN_MODULO = 1 << 24
-ACKREQ_PER_TIMEOUT = 4
 Operation = Literal["write", "send"]
 
 # BTH opcodes by (operation, part); a one-packet message is "only"
@@ -95,7 +94,6 @@ class Requester:
         self.sent_high = 0  # one past the highest index ever sent
         self.first_sent: dict[int, float] = {}  # message -> first transmission of its first packet
         self.deadline: float | None = None  # retransmit timer
-        self.ackreq_at: float | None = None  # last ACK request (or the first packet)
         self.retries = 0  # timeouts in a row without progress
         self.failed: str | None = None
         self.stats = RequesterStats()
@@ -145,17 +143,8 @@ class Requester:
         stats.retransmitted += retransmit
         if self.deadline is None:
             self.deadline = now + self.rto_s
-        # ask for an ACK at a message's end, when the window fills, and at least every
-        # quarter timeout: a slow (rate-limited) QP must not wait out the timer for an ACK
-        # the responder is still coalescing
-        if self.ackreq_at is None:
-            self.ackreq_at = now
-        ackreq = last or self.outstanding >= self.window or \
-            now - self.ackreq_at >= self.rto_s / ACKREQ_PER_TIMEOUT
-        if ackreq:
-            self.ackreq_at = now
         return Segment(self.psn_of(index), OPCODES[self.op, part], payload,
-                       ackreq=ackreq, message=message,
+                       ackreq=last or self.outstanding >= self.window, message=message,
                        offset=offset, message_bytes=self.size, retransmit=retransmit)
 
     def on_ack(self, psn: int, now: float) -> None:
@@ -228,12 +217,15 @@ class ResponderStats:
 class Responder:
     """The receiving side of one RC QP."""
 
-    def __init__(self, *, start_psn: int = 0, ack_every: int = 16) -> None:
-        if ack_every < 1:
-            raise ValueError("ack_every must be at least 1")
+    def __init__(self, *, start_psn: int = 0, ack_every: int = 16,
+                 ack_delay_s: float | None = None) -> None:
+        if ack_every < 1 or (ack_delay_s is not None and ack_delay_s <= 0):
+            raise ValueError("ack_every must be at least 1 and ack_delay_s positive")
         self.epsn = start_psn % PSN_MODULO  # the PSN expected next
         self.ack_every = ack_every
+        self.ack_delay_s = ack_delay_s
         self.unacked = 0  # in-sequence packets since the last ACK
+        self.unacked_since: float | None = None  # when the oldest of them arrived
         self.nak_sent = False  # a NAK for this gap is out; one per gap
         self.stats = ResponderStats()
 
@@ -241,8 +233,9 @@ class Responder:
     def msn(self) -> int:
         return self.stats.messages % PSN_MODULO
 
-    def on_packet(self, psn: int, opcode: int, payload: int, ackreq: bool) -> Reply | None:
-        """A data packet arrived; the ACK or NAK to send for it, if any."""
+    def on_packet(self, psn: int, opcode: int, payload: int, ackreq: bool,
+                  now: float = 0.0) -> Reply | None:
+        """A data packet arrived at ``now``; the ACK or NAK to send for it, if any."""
         stats = self.stats
         stats.packets += 1
         ahead = psn_diff(psn, self.epsn)
@@ -261,12 +254,30 @@ class Responder:
         if opcode in ENDS_MESSAGE:
             stats.messages += 1
         self.unacked += 1
+        if self.unacked_since is None:
+            self.unacked_since = now
         if ackreq or self.unacked >= self.ack_every:
             return self._reply("ack", psn)
         return None
 
+    def next_timer(self) -> float | None:
+        """When ``poll`` has an ACK to send (None: nothing is waiting for one)."""
+        if self.ack_delay_s is None or self.unacked_since is None:
+            return None
+        return self.unacked_since + self.ack_delay_s
+
+    def poll(self, now: float) -> Reply | None:
+        """The coalescing timer, as NICs have one: packets that neither filled the count
+        nor asked are acknowledged ``ack_delay_s`` after the first of them arrived, so a
+        slow, rate-limited requester is never left to its retransmit timer."""
+        due = self.next_timer()
+        if due is None or now < due:
+            return None
+        return self._reply("ack", psn_add(self.epsn, -1))
+
     def _reply(self, kind: Literal["ack", "nak"], psn: int) -> Reply:
         self.unacked = 0
+        self.unacked_since = None
         if kind == "ack":
             self.stats.acks_sent += 1
         else:

@@ -93,6 +93,7 @@ def test_specs_agree_on_both_ends_of_every_qp():
         assert send["start_psn"] == recv["start_psn"] and send["sport"] == recv["sport"]
         assert send["peer_ip"] == "10.1.1.11" and recv["peer_ip"] == ADDRESSES[sender]
         assert send["rto_s"] == 1.5 and send["window"] == patterns.WINDOW
+        assert recv["ack_delay_s"] == 1.5 / patterns.ACK_DELAYS_PER_TIMEOUT
     assert specs["h2"]["send"][0]["sport"] != specs["h3"]["send"][0]["sport"]  # ECMP entropy
     assert specs["h2"]["nic"]["roce"]["mtu"] == LAB.nodes["h2"].nic.roce.mtu
     assert specs["h2"]["time_scale"] == LAB.nodes["h2"].time_scale

@@ -221,8 +221,7 @@ def test_the_window_limits_outstanding_packets_and_its_edge_asks_for_an_ack():
     assert req.una == 4 and req.outstanding == 0
     second = wire.burst(0.25)
     assert psns(second) == [4, 5, 6, 7]
-    # PSN 4 goes a quarter timeout after the last ACK request: it asks too
-    assert [s.ackreq for s in second] == [True, True, False, True]
+    assert [s.ackreq for s in second] == [False, True, False, True]
     wire.to_requester(wire.to_responder(second), 0.375)
     third = wire.burst(0.5)
     assert psns(third) == [8] and third[0].ackreq
@@ -378,8 +377,7 @@ def test_a_dropped_last_ack_is_recovered_by_timeout_and_duplicates_are_reacked()
     assert req.nxt == req.una == 3 and req.deadline == 1.125
     resent = wire.burst(0.625)
     assert psns(resent) == [3, 4, 5] and all(s.retransmit for s in resent)
-    # a quarter timeout (0.125) after the last request, PSN 3 asks as well as the last one
-    assert [s.ackreq for s in resent] == [True, False, True]
+    assert [s.ackreq for s in resent] == [False, False, True]
     replies = wire.to_responder(resent)
     # each duplicate is re-ACKed with the last PSN received
     assert [(r.kind, r.psn, r.msn) for r in replies] == [("ack", 5, 2)] * 3
@@ -393,16 +391,31 @@ def test_a_dropped_last_ack_is_recovered_by_timeout_and_duplicates_are_reacked()
     assert not req.poll(10.0)  # done: the timer never fires again
 
 
-def test_a_slow_qp_asks_for_an_ack_every_quarter_timeout():
-    """A rate-limited QP sends one packet at a time; waiting for the responder's coalescing
-    count would let the retransmit timer fire although nothing was lost."""
-    req, resp = make(size=100 * 1024, count=1, rto_s=1.0, ack_every=16)
-    segments = [req.next_segment(t / 10) for t in range(10)]
-    # the first goes at 0.0; then one asks at 0.3 (>= 0.25 after 0.0), 0.6 and 0.9
-    assert [s.ackreq for s in segments] == [False, False, False, True, False, False, True,
-                                            False, False, True]
-    replies = [resp.on_packet(s.psn, s.opcode, s.payload, s.ackreq) for s in segments]
-    assert [r.psn for r in replies if r is not None] == [3, 6, 9]  # fewer than 16 each time
+def test_the_coalescing_timer_acks_a_slow_qp_before_its_retransmit_timer():
+    """A rate-limited QP sends one packet at a time; waiting for the coalescing count
+    would let the requester's timer fire although nothing was lost."""
+    req, _ = make(size=100 * 1024, count=1, rto_s=1.0)
+    resp = Responder(ack_every=16, ack_delay_s=0.25)
+    first = req.next_segment(0.0)
+    assert not first.ackreq and resp.on_packet(first.psn, first.opcode, first.payload,
+                                               first.ackreq, 0.0) is None
+    second = req.next_segment(0.1)
+    assert resp.on_packet(second.psn, second.opcode, second.payload, second.ackreq, 0.1) \
+        is None
+    assert resp.next_timer() == 0.25  # from the first packet not yet acknowledged
+    assert resp.poll(0.249) is None
+    reply = resp.poll(0.25)
+    assert (reply.kind, reply.psn) == ("ack", 1) and resp.next_timer() is None
+    req.on_ack(reply.psn, 0.25)
+    assert req.una == 2 and req.deadline is None
+    assert not req.poll(1.0)  # the retransmit timer never fires
+    assert resp.poll(10.0) is None  # nothing waiting, nothing sent
+
+
+def test_without_a_delay_the_responder_only_counts():
+    resp = Responder(ack_every=16)
+    assert resp.on_packet(0, 0x06, 1024, False, 0.0) is None
+    assert resp.next_timer() is None and resp.poll(100.0) is None
 
 
 def test_a_late_ack_after_a_timeout_moves_the_requester_on():
