@@ -4,7 +4,7 @@ paced at the port's emulated rate, PFC both ways; counters.
 ``Switch`` is what the agent drives::
 
     switch = Switch(config, time_scale=S)
-    send_now(switch.receive("Ethernet8", frame, now))   # PFC frames: out at once
+    send_now(switch.receive("Ethernet8", frame, now))   # PFC, and frames to idle ports
     for port in switch.backlogged():                     # when next_send_time(port) has come
         while (frame := switch.dequeue(port, now)) is not None: send(port, frame)
     send_now(switch.take_control())                      # XON PFC raised by those dequeues
@@ -25,11 +25,15 @@ SONiC names (``Ethernet0``). The pipeline of one frame:
 3. egress (``_transmit``): the egress port's TC -> queue map picks the queue; WRED/ECN on
    the queue depth marks CE or drops (``egress``); the frame waits in the port's
    ``PortScheduler`` until ``dequeue`` releases it at the port's rate (speed / S), which
-   also frees its ingress buffer bytes and may send XON (PFC quanta 0).
+   also frees its ingress buffer bytes and may send XON (PFC quanta 0). A frame that
+   ``dequeue`` would release at once (nothing queued on the port, wire free, queue not
+   paused) cuts through instead: ``receive`` (or ``tick``) returns it, with the same
+   effect on pacing, counters and buffers; a port that keeps up never touches a queue.
 
 Control frames the switch sends (PFC) bypass the queues: ``receive``, ``tick`` and
 ``take_control`` return them for immediate transmission. Frames the switch originates
-(ARP, ICMP) take queue 7 like everything else. Tx counters count dequeued frames.
+(ARP, ICMP) take queue 7 like everything else. Tx counters count frames put on the wire,
+cut through or dequeued.
 
 With ``time_scale=None`` the ports run at an infinite rate: ``receive`` and ``tick``
 return the forwarded frames themselves at once (pauses last no time). That is the
@@ -155,8 +159,8 @@ class Switch:
 
     def receive(self, port: str, frame: bytes, now: float) -> list[tuple[str, bytes]]:
         """One frame arrived on ``port``; returns the frames to transmit now, as (port,
-        frame): PFC (and, unpaced, the forwarded frames). Forwarded frames wait in their
-        egress queue for ``dequeue``.
+        frame): PFC, and forwarded frames that cut through (unpaced: all of them). The
+        others wait in their egress queue for ``dequeue``.
 
         Every frame gets a disposition on ``port``'s counters (see ``counters``). A port
         missing from the PORT table is the caller's bug: KeyError.
@@ -228,8 +232,7 @@ class Switch:
 
     def take_control(self) -> list[tuple[str, bytes]]:
         """Frames to put on the wire now: PFC raised since the last call (XON after
-        ``dequeue``) and, unpaced (``time_scale`` None), the forwarded frames, which cut
-        through since no queue ever builds."""
+        ``dequeue``) and forwarded frames that cut through (see ``_transmit``)."""
         control, self._control = self._control, []
         return control
 
@@ -464,7 +467,8 @@ class Switch:
         originated). The copies of the received frame (those carrying its ``charge.cls``)
         hold its ingress buffer bytes until the last one leaves; with no copy left (held
         for ARP, consumed, flooded nowhere) the bytes are freed at once. Frames released
-        from elsewhere (ARP resolved, originated) hold nothing."""
+        from elsewhere (ARP resolved, originated) hold nothing. A frame to an idle port
+        cuts through (``EgressPort.cut_through``), into ``_control``; unpaced, all do."""
         if charge is not None:
             charge.copies = sum(1 for entry in out if entry[2] is charge.cls)
             if not charge.copies:
@@ -479,17 +483,18 @@ class Switch:
                 if held is not None:
                     self._discharge(held, now)
                 continue
-            if self.time_scale is None:  # unpaced: nothing ever waits, so cut through
-                counters = port.counters
-                counters.queue_tx_packets[queue] += 1
-                counters.queue_tx_bytes[queue] += len(admitted)
-                self._control.append((port.name, admitted))
-                if held is not None:
-                    self._discharge(held, now)
+            # cut through when unpaced (nothing ever waits) or when the port is idle
+            if self.time_scale is not None and not egress.cut_through(queue, admitted, now):
+                egress.scheduler.enqueue(queue, admitted, held, now)
+                egress.watermark(queue)
+                self._backlogged[port.name] = port
                 continue
-            egress.scheduler.enqueue(queue, admitted, held, now)
-            egress.watermark(queue)
-            self._backlogged[port.name] = port
+            counters = port.counters
+            counters.queue_tx_packets[queue] += 1
+            counters.queue_tx_bytes[queue] += len(admitted)
+            self._control.append((port.name, admitted))
+            if held is not None:
+                self._discharge(held, now)
 
     def _discharge(self, charge: Charge, now: float) -> None:
         """One copy of a received frame left the switch; the last one frees its bytes,
