@@ -3,8 +3,8 @@ WRED/ECN per queue and the PFC watchdog of its lossless queues, built from the c
 
 The switch drives it: ``admit`` (WRED, watchdog drop) when a frame is forwarded to the port,
 then ``cut_through`` if the port is idle or else ``PortScheduler.enqueue``;
-``PortScheduler.dequeue`` when the wire is free, ``poll`` on tick for the watchdog. Per-queue counters live here: ECN marks, WRED and watchdog drops, the
-depth watermark.
+``PortScheduler.dequeue`` when the wire is free, ``poll`` on tick for the watchdog. Per-queue
+counters live here: ECN marks, WRED and watchdog drops, the depth watermark.
 """
 from __future__ import annotations
 

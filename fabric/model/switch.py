@@ -13,8 +13,9 @@ paced at the port's emulated rate, PFC both ways; counters.
 Frames go in and out as complete Ethernet frames with any 802.1Q tag inline; ports are
 SONiC names (``Ethernet0``). The pipeline of one frame:
 
-1. ingress (``_ingress``): admin state; MAC-control frames (PFC/PAUSE/LLDP: consumed,
-   never forwarded; a PFC or PAUSE pauses this port's egress queues, ``pause``); the tag;
+1. ingress (``_ingress``): admin state; MAC-control frames (consumed, never forwarded:
+   a PFC or PAUSE pauses this port's egress queues, ``pause``, and counts as
+   ``flow_control``; LLDP and the rest are ``mac_control`` drops); the tag;
    classification into ``(tc, pg)`` (``classify``) counted per PG; admission into the
    (port, PG) ingress buffer (``buffers``): a drop there is the frame's disposition
    (``headroom_exhausted``, ``lossy_limit``), and a PG crossing XOFF sends PFC out of this
@@ -52,8 +53,8 @@ from fabric.model.buffers import IngressBuffers, PgBuffer
 from fabric.model.bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier
 from fabric.model.counters import (
-    FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC, PORT_DOWN, PORT_UNCONFIGURED, TO_CPU,
-    VLAN_NOT_MEMBER, CpuCounters, drop_totals,
+    FLOW_CONTROL, FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC, PORT_DOWN,
+    PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters, drop_totals,
 )
 from fabric.model.egress import PFC_WD_DROP, EgressPort
 from fabric.model.frames import (
@@ -354,8 +355,7 @@ class Switch:
             return port.counters.unclassified(MALFORMED, size)
         if frame[0] & 1 and frame.startswith(LINK_LOCAL_PREFIX) and frame[5] < 0x10:
             # PFC, PAUSE, LLDP, STP...: link-local, never bridged
-            self._mac_control_in(port, frame, now)
-            return port.counters.unclassified(MAC_CONTROL, size)
+            return port.counters.unclassified(self._mac_control_in(port, frame, now), size)
         ethertype = frame[12] << 8 | frame[13]
         if ethertype == ETH_P_8021Q:
             if size < 18:
@@ -366,8 +366,7 @@ class Switch:
         else:
             off, vid, prio = 14, 0, 0
         if ethertype == ETH_P_MAC_CONTROL:  # MAC control to any address (e.g. unicast PAUSE)
-            self._mac_control_in(port, frame, now)
-            return port.counters.unclassified(MAC_CONTROL, size)
+            return port.counters.unclassified(self._mac_control_in(port, frame, now), size)
         # classification (classify.PortClassifier.classify, inlined): DSCP for IP when the
         # port has a DSCP map, else the tag's PCP (prio is PCP << 1 | DEI, 0 untagged)
         by_dscp = port.by_dscp
@@ -436,20 +435,22 @@ class Switch:
             return self._router.arp_in(port.interface, port, frame, off, prio, out, now)
         return NOT_ROUTER_MAC
 
-    def _mac_control_in(self, port: PortState, frame: bytes, now: float) -> None:
-        """A PFC or PAUSE frame pauses (or resumes) this port's egress queues; a PFC
-        class-enable vector of 0 does nothing (``pause.PauseState``)."""
+    def _mac_control_in(self, port: PortState, frame: bytes, now: float) -> str:
+        """A PFC or PAUSE frame pauses (or resumes) this port's egress queues, a PFC
+        class-enable vector of 0 does nothing (``pause.PauseState``): either is
+        ``FLOW_CONTROL``. Any other link-local or MAC-control frame is ``MAC_CONTROL``."""
         off = 18 if frame[12] << 8 | frame[13] == ETH_P_8021Q else 14
         if len(frame) < off or frame[off - 2] << 8 | frame[off - 1] != ETH_P_MAC_CONTROL:
-            return
+            return MAC_CONTROL
         parsed = parse_mac_control(frame, off)
         if parsed is None:
-            return
+            return MAC_CONTROL
         opcode, quanta = parsed
         if opcode == MAC_CONTROL_PFC:
             port.egress.pause.on_pfc(quanta, now)
         else:
             port.egress.pause.on_pause(quanta[0], now)
+        return FLOW_CONTROL
 
     def _send_pfc(self, port: PortState, quanta: dict[int, int]) -> None:
         """Queue a PFC frame out of ``port`` for immediate transmission (control frames

@@ -170,6 +170,22 @@ def test_pause_and_empty_vector_pfc():
     assert sw.dequeue(H1_PORT, 1.0) is None  # PAUSE stops every priority
 
 
+def test_received_pfc_and_pause_count_as_flow_control_not_as_drops():
+    sw = learned(leaf1())
+    sw.receive(H1_PORT, pfc_frame(mac_bytes(H1), {3: 1000, 4: 0}), 1.0)
+    sw.receive(H1_PORT, pfc_frame(mac_bytes(H1), {}), 1.0)  # empty vector: pauses nothing
+    pause = bytes.fromhex("0180c2000001") + mac_bytes(H1) + bytes.fromhex("88080001ffff")
+    sw.receive(H1_PORT, pause + bytes(60 - len(pause)), 1.0)
+    lldp = ethernet_frame(bytes.fromhex("0180c200000e"), mac_bytes(H1), 0x88CC, bytes(46))
+    sw.receive(H1_PORT, lldp, 1.0)  # link-local but no flow control: still a drop
+    counters = sw.counters()
+    port = counters["ports"][H1_PORT]
+    assert port["flow_control"] == 3 and port["drops"] == {"mac_control": 1}
+    assert port["pfc_rx"] == [0, 0, 0, 1, 1, 0, 0, 0] and port["pause_rx"] == 1
+    assert counters["drops"] == {"mac_control": 1}
+    assert port["rx_packets"] == 5 == port["forwarded"] + port["flow_control"] + 1
+
+
 def test_wred_marks_ect_frames_ce_above_min_and_drops_not_ect():
     sw = learned(leaf1(pool=1 << 24, rand=0.0))
     minimum = 150000  # AZURE_LOSSLESS green_min_threshold
