@@ -46,6 +46,9 @@ TPACKET_V2 = 1
 TP_STATUS_USER = 1  # the slot holds a frame for us; 0 (TP_STATUS_KERNEL) hands it back
 TPACKET2_HDR = struct.Struct("=IIIHHIIHH")  # status, len, snaplen, mac, net, sec, nsec, tci, tpid
 TPACKET2_HDR_SPACE = 32  # TPACKET_ALIGN(sizeof(struct tpacket2_hdr)); struct sockaddr_ll follows
+SLOT_FRAME = struct.Struct("=4xIIH")  # the header's fields every frame needs: len, snaplen, mac
+SLOT_TAG = struct.Struct("=HH")  # tp_vlan_tci, tp_vlan_tpid
+SLOT_TAG_OFFSET = 24
 SLL_PKTTYPE = 10  # offset of sll_pkttype in struct sockaddr_ll
 # every TP_STATUS_* flag read here is in the status word's least significant byte
 STATUS_FLAGS = 0 if sys.byteorder == "little" else 3
@@ -171,7 +174,7 @@ class RxRing:
             flags = ring[at + STATUS_FLAGS]
             if not flags & TP_STATUS_USER:
                 return None
-            _, length, snaplen, mac, _, _, _, tci, tpid = TPACKET2_HDR.unpack_from(ring, at)
+            length, snaplen, mac = SLOT_FRAME.unpack_from(ring, at)
             frame = ring[at + mac:at + mac + snaplen]
             pkttype = ring[at + TPACKET2_HDR_SPACE + SLL_PKTTYPE]
             ring[at:at + 4] = b"\0\0\0\0"  # the slot is the kernel's again
@@ -180,6 +183,7 @@ class RxRing:
                 self.truncated += 1
                 continue
             if flags & TP_STATUS_VLAN_VALID:
+                tci, tpid = SLOT_TAG.unpack_from(ring, at + SLOT_TAG_OFFSET)
                 if not flags & TP_STATUS_VLAN_TPID_VALID:
                     tpid = ETH_P_8021Q
                 frame = frame[:12] + VLAN_TAG.pack(tpid, tci) + frame[12:]
