@@ -405,7 +405,10 @@ class IngressBuffers:
         """A frame admitted on ``(port, pg)`` left the switch. Returns the PGs that went
         back to XON (send pause time 0 for their priorities): usually none; this one, or
         with dynamic thresholds any PG of the pool in XOFF, since they all rose."""
-        buffer = self._pgs[port][pg]
+        return self.free(self._pgs[port][pg], nbytes, now)
+
+    def free(self, buffer: PgBuffer, nbytes: int, now: float) -> Sequence[PgBuffer]:
+        """``release`` for a caller that holds the PG's buffer (the switch, per frame)."""
         buffer.release(nbytes)
         waiting = buffer.pool.in_xoff
         if not waiting:

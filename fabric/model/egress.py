@@ -68,11 +68,10 @@ class EgressPort:
 
     def gate(self, queue: int) -> float:
         """Until when the pauses received on this port hold ``queue`` (the scheduler's gate)."""
-        until = 0.0
+        ends, until = self.pause.ends, 0.0
         for priority in self._prios[queue]:
-            t = self.pause.until(priority)
-            if t > until:
-                until = t
+            if ends[priority] > until:
+                until = ends[priority]
         return until
 
     def admit(self, queue: int, frame: bytes) -> bytes | None:

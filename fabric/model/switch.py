@@ -429,6 +429,9 @@ class Switch:
         if vid:
             return VLAN_NOT_MEMBER
         if frame.startswith(self.router_mac):
+            if ethertype == ETH_P_IPV4:  # the per-packet case: straight to the router
+                return self._router.ipv4_in(port.interface, port, frame, off, prio, cls, out,
+                                            now)
             return self._router.l3_in(port.interface, port, frame, ethertype, off, prio, cls,
                                       out, now)
         if ethertype == ETH_P_ARP and frame.startswith(BROADCAST_MAC):
@@ -471,8 +474,12 @@ class Switch:
         from elsewhere (ARP resolved, originated) hold nothing. A frame to an idle port
         cuts through (``EgressPort.cut_through``), into ``_control``; unpaced, all do."""
         if charge is not None:
-            charge.copies = sum(1 for entry in out if entry[2] is charge.cls)
-            if not charge.copies:
+            copies, cls = 0, charge.cls
+            for entry in out:
+                if entry[2] is cls:
+                    copies += 1
+            charge.copies = copies
+            if not copies:
                 charge.copies = 1
                 self._discharge(charge, now)
         for port, frame, cls in out:
@@ -503,8 +510,7 @@ class Switch:
         charge.copies -= 1
         if charge.copies:
             return
-        buffer = charge.buffer
-        for resumed in self._buffers.release(buffer.port, buffer.pg, charge.nbytes, now):
+        for resumed in self._buffers.free(charge.buffer, charge.nbytes, now):
             port = self._ports[resumed.port]
             self._send_pfc(port, port.pfc[resumed.pg].set_xon(now))
 
