@@ -68,8 +68,9 @@ class Admission(NamedTuple):
         return self.verdict in (ACCEPT, ACCEPT_HEADROOM)
 
 
-# The only admissions there are, shared so the per-frame path allocates nothing.
-_ACCEPTED = Admission(ACCEPT)
+# The only admissions there are, shared so the per-frame path allocates nothing (and a
+# caller can tell the usual one, ADMITTED, by identity).
+ADMITTED = Admission(ACCEPT)
 _ACCEPTED_XOFF = Admission(ACCEPT, True)
 _HEADROOM = Admission(ACCEPT_HEADROOM)
 _HEADROOM_XOFF = Admission(ACCEPT_HEADROOM, True)
@@ -199,12 +200,12 @@ class PgBuffer:
         if nbytes <= room:
             self.reserved_used += nbytes
             self._watermark()
-            return _ACCEPTED
+            return ADMITTED
         spill = nbytes - room  # what the reserved part cannot hold
         shared_room = min(self.threshold() - self.shared, self.pool.size - self.pool.used)
         if spill < shared_room or (spill == shared_room and not self.lossless):
             self._into_shared(room, spill)
-            return _ACCEPTED
+            return ADMITTED
         if not self.lossless:
             return self._drop(nbytes, _LOSSY_DROP)
         # the frame reaches the threshold (or the pool's end): XOFF, the rest to headroom

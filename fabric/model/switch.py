@@ -49,7 +49,7 @@ import random
 from collections.abc import Callable, Iterable
 
 from fabric.config import SwitchConfig
-from fabric.model.buffers import IngressBuffers, PgBuffer
+from fabric.model.buffers import ADMITTED, IngressBuffers, PgBuffer
 from fabric.model.bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier
 from fabric.model.counters import (
@@ -180,7 +180,8 @@ class Switch:
         charge, self._charge = self._charge, None
         if out or charge is not None:
             self._transmit(out, charge, now)
-        return self.take_control()
+        control, self._control = self._control, []  # take_control, inlined
+        return control
 
     def tick(self, now: float) -> list[tuple[str, bytes]]:
         """Run timers up to ``now``: ARP retries, give-ups and re-probes, FDB aging, PFC
@@ -384,10 +385,11 @@ class Switch:
         counters.pg_rx_bytes[pg] += size
         buffer = port.pgs[pg]
         admission = buffer.admit(size, now)
-        if admission.xoff:
-            self._send_pfc(port, port.pfc[pg].set_xoff(now))
-        if not admission.accepted:
-            return admission.verdict
+        if admission is not ADMITTED:  # the usual answer; the others may pause or drop
+            if admission.xoff:
+                self._send_pfc(port, port.pfc[pg].set_xoff(now))
+            if not admission.accepted:
+                return admission.verdict
         self._charge = Charge(buffer, size, cls)
         role = port.role
         if role is SWITCHED:
