@@ -142,11 +142,11 @@ def _with_tag(data: bytes, anc: list[tuple[int, int, bytes]]) -> bytes:
 class RxRing:
     """A socket's receive queue mapped into memory (``PACKET_RX_RING``, ``TPACKET_V2``).
 
-    The kernel writes each frame into the next slot of a ring and flags it ours; ``recv``
-    copies it out and hands the slot back, so a busy reader takes frames without a system
-    call each (``select`` still says when the ring has frames). The tag the kernel stripped
+    The kernel writes each frame into the next slot of a ring and flags it ours; ``take``
+    copies frames out and hands their slots back, so a busy reader takes frames without a
+    system call each (``select`` still says when the ring has frames). The tag the kernel stripped
     is in the slot's header rather than in ancillary data. A frame longer than a slot (a
-    wire whose MTU exceeds SONiC's 9216) arrives truncated: ``recv`` skips it and counts it
+    wire whose MTU exceeds SONiC's 9216) arrives truncated: ``take`` skips it and counts it
     in ``truncated``, as the kernel counts its own drops.
     """
 
@@ -165,29 +165,34 @@ class RxRing:
         """The ring of a socket opened with ``open_socket(..., rx_ring=True)``."""
         return cls(mmap.mmap(sock.fileno(), RING_BLOCK * RING_BLOCKS), RING_SLOTS)
 
-    def recv(self) -> tuple[bytes, int] | None:
-        """The next frame, 802.1Q tag restored, and its packet type (``socket.PACKET_*``);
-        None when the ring holds nothing for us."""
-        ring = self.ring
-        while True:
-            at = self.slots[self.next]
+    def take(self, limit: int) -> list[bytes]:
+        """Up to ``limit`` frames that arrived, oldest first, 802.1Q tags restored; none
+        when the ring holds nothing for us. Our own host's transmissions, which kernels
+        before 4.20 deliver despite ``ignore_outgoing``, are left out. One call a batch:
+        this is the agent's per-frame path."""
+        ring, slots, n, at_slot = self.ring, self.slots, len(self.slots), self.next
+        frames: list[bytes] = []
+        while len(frames) < limit:
+            at = slots[at_slot]
             flags = ring[at + STATUS_FLAGS]
             if not flags & TP_STATUS_USER:
-                return None
+                break
             length, snaplen, mac = SLOT_FRAME.unpack_from(ring, at)
             frame = ring[at + mac:at + mac + snaplen]
-            pkttype = ring[at + TPACKET2_HDR_SPACE + SLL_PKTTYPE]
+            outgoing = ring[at + TPACKET2_HDR_SPACE + SLL_PKTTYPE] == socket.PACKET_OUTGOING
             ring[at:at + 4] = b"\0\0\0\0"  # the slot is the kernel's again
-            self.next = (self.next + 1) % len(self.slots)
+            at_slot = at_slot + 1 if at_slot + 1 < n else 0
             if snaplen < length:
                 self.truncated += 1
-                continue
-            if flags & TP_STATUS_VLAN_VALID:
-                tci, tpid = SLOT_TAG.unpack_from(ring, at + SLOT_TAG_OFFSET)
-                if not flags & TP_STATUS_VLAN_TPID_VALID:
-                    tpid = ETH_P_8021Q
-                frame = frame[:12] + VLAN_TAG.pack(tpid, tci) + frame[12:]
-            return frame, pkttype
+            elif not outgoing:
+                if flags & TP_STATUS_VLAN_VALID:
+                    tci, tpid = SLOT_TAG.unpack_from(ring, at + SLOT_TAG_OFFSET)
+                    if not flags & TP_STATUS_VLAN_TPID_VALID:
+                        tpid = ETH_P_8021Q
+                    frame = frame[:12] + VLAN_TAG.pack(tpid, tci) + frame[12:]
+                frames.append(frame)
+        self.next = at_slot
+        return frames
 
     def close(self) -> None:
         if isinstance(self.ring, mmap.mmap):

@@ -32,7 +32,6 @@ from fabric.config import ConfigError, load, port_name
 from fabric.model.switch import Switch
 
 TICK_S = 0.1
-PACKET_OUTGOING = socket.PACKET_OUTGOING
 BATCH = 64  # frames drained from one port before the loop looks at the others
 
 
@@ -174,17 +173,10 @@ class Agent:
 
     def drain(self, port: Port) -> None:
         """Up to BATCH frames of ``port`` through the model, each sent on as the model says.
-        Our own transmissions are skipped (kernels before 4.20 cannot ignore them). This is
-        the per-frame path: locals, and the sends inlined (no call per answer)."""
-        recv, name, ports, write = port.ring.recv, port.name, self.ports, os.write
+        This is the per-frame path: one ring call a batch, locals, the sends inlined."""
+        name, ports, write = port.name, self.ports, os.write
         receive, monotonic = self.switch.receive, time.monotonic
-        for _ in range(BATCH):
-            got = recv()
-            if got is None:
-                return
-            frame, pkttype = got
-            if pkttype == PACKET_OUTGOING:
-                continue
+        for frame in port.ring.take(BATCH):
             for dest, data in receive(name, frame, monotonic()):  # ``transmit``, inlined
                 egress = ports[dest]
                 try:

@@ -111,14 +111,18 @@ def ring_slot(ring: bytearray, at: int, frame: bytes, flags: int = 0, tci: int =
 def test_rx_ring_takes_frames_in_slot_order_across_blocks_and_hands_slots_back():
     ring = bytearray(2 * BLOCK)
     rx = afpacket.RxRing(ring, 4, SLOT, BLOCK)
-    assert rx.slots == [0, 192, 512, 704] and rx.recv() is None
-    frames = [probe_frame(nonce(i), tagged=False) for i in range(5)]
+    assert rx.slots == [0, 192, 512, 704] and rx.take(8) == []
+    frames = [probe_frame(nonce(i), tagged=False) for i in range(6)]
     for i, at in enumerate(rx.slots):
         ring_slot(ring, at, frames[i])
-    assert [rx.recv() for _ in range(5)] == [(f, socket.PACKET_HOST) for f in frames[:4]] + [None]
+    assert rx.take(3) == frames[:3]  # at most the limit
+    assert ring[0:4] == bytes(4) and ring[704] & afpacket.TP_STATUS_USER  # 3 handed back
+    assert rx.take(3) == frames[3:4] and rx.take(3) == []
     assert all(ring[at:at + 4] == bytes(4) for at in rx.slots)  # the kernel's again
     ring_slot(ring, 0, frames[4], pkttype=socket.PACKET_OUTGOING)  # wrapped around
-    assert rx.recv() == (frames[4], socket.PACKET_OUTGOING)
+    ring_slot(ring, 192, frames[5])
+    assert rx.take(8) == frames[5:6]  # our own transmission left out, its slot handed back
+    assert ring[0:4] == bytes(4)
 
 
 def test_rx_ring_puts_the_stripped_vlan_tag_back():
@@ -126,10 +130,10 @@ def test_rx_ring_puts_the_stripped_vlan_tag_back():
     rx = afpacket.RxRing(ring, 2, SLOT, BLOCK)
     ring_slot(ring, 0, probe_frame(nonce(1), tagged=False), afpacket.TP_STATUS_VLAN_VALID,
               tci=3 << 13)
-    assert rx.recv() == (probe_frame(nonce(1)), socket.PACKET_HOST)  # 0x8100, VID 0, PCP 3
+    assert rx.take(1) == [probe_frame(nonce(1))]  # 0x8100, VID 0, PCP 3
     ring_slot(ring, SLOT, probe_frame(nonce(2), tagged=False), afpacket.TP_STATUS_VLAN_VALID
               | afpacket.TP_STATUS_VLAN_TPID_VALID, tci=3 << 13, tpid=0x88A8)
-    frame, _ = rx.recv()
+    (frame,) = rx.take(1)
     assert frame[12:16] == bytes.fromhex("88a86000")
 
 
@@ -139,7 +143,7 @@ def test_rx_ring_skips_and_counts_frames_longer_than_a_slot():
     long, short = probe_frame(nonce(1), tagged=False) + bytes(SLOT), probe_frame(nonce(2))
     ring_slot(ring, 0, long, snaplen=SLOT - MAC_OFFSET)
     ring_slot(ring, SLOT, short[:100])
-    assert rx.recv() == (short[:100], socket.PACKET_HOST) and rx.truncated == 1
+    assert rx.take(4) == [short[:100]] and rx.truncated == 1
 
 
 # ------------------------------------------------------------------------ sightings
