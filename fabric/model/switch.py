@@ -395,6 +395,10 @@ class Switch:
         if role is SWITCHED:
             return self._switched_in(port, frame, ethertype, off, vid, prio, cls, now, out)
         if role is ROUTED:
+            if ethertype == ETH_P_IPV4 and not vid and frame.startswith(self.router_mac):
+                # _routed_in's per-packet case, straight to the router
+                return self._router.ipv4_in(port.interface, port, frame, off, prio, cls, out,
+                                            now)
             return self._routed_in(port, frame, ethertype, off, vid, prio, cls, now, out)
         return PORT_UNCONFIGURED
 
@@ -431,9 +435,6 @@ class Switch:
         if vid:
             return VLAN_NOT_MEMBER
         if frame.startswith(self.router_mac):
-            if ethertype == ETH_P_IPV4:  # the per-packet case: straight to the router
-                return self._router.ipv4_in(port.interface, port, frame, off, prio, cls, out,
-                                            now)
             return self._router.l3_in(port.interface, port, frame, ethertype, off, prio, cls,
                                       out, now)
         if ethertype == ETH_P_ARP and frame.startswith(BROADCAST_MAC):
