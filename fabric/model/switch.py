@@ -70,15 +70,15 @@ FDB_SWEEP_INTERVAL_S = 1.0
 
 
 class Charge:
-    """The ingress buffer bytes one received frame holds until its last copy leaves."""
+    """The ingress buffer bytes one received frame holds until its last copy leaves: made
+    when a copy has to wait in a queue (a frame whose copies all leave at once needs none)."""
 
-    __slots__ = ("buffer", "nbytes", "cls", "copies")
+    __slots__ = ("buffer", "nbytes", "copies")
 
-    def __init__(self, buffer: PgBuffer, nbytes: int, cls: tuple) -> None:
+    def __init__(self, buffer: PgBuffer, nbytes: int, copies: int) -> None:
         self.buffer = buffer
         self.nbytes = nbytes
-        self.cls = cls  # the forwarded copies carry this very classification tuple
-        self.copies = 0
+        self.copies = copies  # not yet gone
 
 
 class Switch:
@@ -127,7 +127,9 @@ class Switch:
                         for b in port.pgs]
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
         self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
-        self._charge: Charge | None = None  # the frame being received holds these bytes
+        # the frame being received holds these bytes: (PG buffer, bytes, its class tuple,
+        # which its forwarded copies carry as such)
+        self._charge: tuple[PgBuffer, int, tuple] | None = None
 
     def _port(self, name: str, where: str) -> PortState:
         port = self._ports.get(name)
@@ -390,7 +392,7 @@ class Switch:
                 self._send_pfc(port, port.pfc[pg].set_xoff(now))
             if not admission.accepted:
                 return admission.verdict
-        self._charge = Charge(buffer, size, cls)
+        self._charge = (buffer, size, cls)
         role = port.role
         if role is SWITCHED:
             return self._switched_in(port, frame, ethertype, off, vid, prio, cls, now, out)
@@ -467,53 +469,62 @@ class Switch:
         for priority in quanta:
             port.pfc_tx[priority] += 1
 
-    def _transmit(self, out: list[tuple[PortState, bytes, tuple]], charge: Charge | None,
-                  now: float) -> None:
+    def _transmit(self, out: list[tuple[PortState, bytes, tuple]],
+                  received: tuple[PgBuffer, int, tuple] | None, now: float) -> None:
         """The egress stage: every frame the forwarding decided to send passes here, with
         its ingress classification ``(tc, pg)`` (``CPU_CLASS`` for what the switch
-        originated). The copies of the received frame (those carrying its ``charge.cls``)
-        hold its ingress buffer bytes until the last one leaves; with no copy left (held
-        for ARP, consumed, flooded nowhere) the bytes are freed at once. Frames released
-        from elsewhere (ARP resolved, originated) hold nothing. A frame to an idle port
-        cuts through (``EgressPort.cut_through``), into ``_control``; unpaced, all do."""
-        if charge is not None:
-            copies, cls = 0, charge.cls
+        originated). The copies of the received frame (those carrying its class tuple,
+        ``received``) hold its ingress buffer bytes until the last one leaves; with no copy
+        left (held for ARP, consumed, flooded nowhere) the bytes are freed at once. Frames
+        released from elsewhere (ARP resolved, originated) hold nothing. A frame to an idle
+        port cuts through (``EgressPort.cut_through``), into ``_control``; unpaced, all do.
+        Copies are counted in ``pending`` until one has to wait in a queue: only then is
+        a ``Charge`` made, which the queued copies share."""
+        mine, pending, charge = None, 0, None
+        if received is not None:
+            buffer, nbytes, mine = received
             for entry in out:
-                if entry[2] is cls:
-                    copies += 1
-            charge.copies = copies
-            if not copies:
-                charge.copies = 1
-                self._discharge(charge, now)
+                if entry[2] is mine:
+                    pending += 1
+            if not pending:
+                self._free(buffer, nbytes, now)
         for port, frame, cls in out:
-            held = charge if charge is not None and cls is charge.cls else None
             queue = CPU_QUEUE if cls is CPU_CLASS else port.queue_of[cls[0]]
             egress = port.egress
             admitted = egress.admit(queue, frame)
-            if admitted is None:
-                if held is not None:
-                    self._discharge(held, now)
-                continue
-            # cut through when unpaced (nothing ever waits) or when the port is idle
-            if self.time_scale is not None and not egress.cut_through(queue, admitted, now):
-                egress.scheduler.enqueue(queue, admitted, held, now)
-                egress.watermark(queue)
-                self._backlogged[port.name] = port
-                continue
-            counters = port.counters
-            counters.queue_tx_packets[queue] += 1
-            counters.queue_tx_bytes[queue] += len(admitted)
-            self._control.append((port.name, admitted))
-            if held is not None:
-                self._discharge(held, now)
+            if admitted is not None:
+                # cut through when unpaced (nothing ever waits) or when the port is idle
+                if self.time_scale is not None and not egress.cut_through(queue, admitted, now):
+                    if cls is mine and charge is None:
+                        charge = Charge(buffer, nbytes, pending)
+                    egress.scheduler.enqueue(queue, admitted, charge if cls is mine else None,
+                                             now)
+                    egress.watermark(queue)
+                    self._backlogged[port.name] = port
+                    continue
+                counters = port.counters
+                counters.queue_tx_packets[queue] += 1
+                counters.queue_tx_bytes[queue] += len(admitted)
+                self._control.append((port.name, admitted))
+            if cls is mine:  # this copy left the switch, sent or dropped
+                if charge is not None:
+                    self._discharge(charge, now)
+                else:
+                    pending -= 1
+                    if not pending:
+                        self._free(buffer, nbytes, now)
 
     def _discharge(self, charge: Charge, now: float) -> None:
-        """One copy of a received frame left the switch; the last one frees its bytes,
-        and PGs that fall back to XON resume their upstream (PFC quanta 0)."""
+        """One queued copy of a received frame left the switch; the last one frees its
+        bytes."""
         charge.copies -= 1
-        if charge.copies:
-            return
-        for resumed in self._buffers.free(charge.buffer, charge.nbytes, now):
+        if not charge.copies:
+            self._free(charge.buffer, charge.nbytes, now)
+
+    def _free(self, buffer: PgBuffer, nbytes: int, now: float) -> None:
+        """A received frame's last copy is gone: its bytes leave its PG, and PGs that fall
+        back to XON resume their upstream (PFC quanta 0)."""
+        for resumed in self._buffers.free(buffer, nbytes, now):
             port = self._ports[resumed.port]
             self._send_pfc(port, port.pfc[resumed.pg].set_xon(now))
 

@@ -251,6 +251,25 @@ def test_back_to_back_frames_wait_for_the_wire():
     assert sw.receive(H2_PORT, third, 2.0 + 2 * frame_time) == [(H1_PORT, third)]
 
 
+def test_a_flood_holds_its_bytes_until_its_queued_copy_leaves():
+    """One copy cuts through, the other waits: the frame's PG bytes stay until the second
+    leaves (leaf1 with Ethernet4 moved into Vlan100 for a third member)."""
+    data = json.loads(LEAF1_JSON.read_text())
+    data["INTERFACE"] = {k: v for k, v in data["INTERFACE"].items() if "Ethernet4" not in k}
+    data["STATIC_ROUTE"] = {}
+    data["VLAN_MEMBER"]["Vlan100|Ethernet4"] = {"tagging_mode": "untagged"}
+    sw = Switch(parse(data, str(LEAF1_JSON)), time_scale=S)
+    frame_time, bcast = FRAME * 8 / RATE, "ff:ff:ff:ff:ff:ff"
+    warm = udp_frame(0, src="02:00:00:00:00:33", dst=bcast)
+    assert {p for p, _ in sw.receive("Ethernet4", warm, 1.0)} == {H1_PORT, H2_PORT}
+    flood = udp_frame(26, dst=bcast)  # h1's wire is busy with ``warm``, Ethernet4's is idle
+    assert sw.receive(H2_PORT, flood, 1.0) == [("Ethernet4", flood)]
+    pg = sw.counters()["ports"][H2_PORT]["pgs"]["3"]
+    assert pg["used"] == FRAME
+    assert sw.dequeue(H1_PORT, 1.0 + frame_time) == flood
+    assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == 0
+
+
 def test_pfc_storm_is_detected_and_the_watchdog_drops_the_queue():
     sw = learned(leaf1())
     storm = pfc_frame(mac_bytes(H1), {3: MAX_QUANTA})
