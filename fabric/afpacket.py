@@ -44,11 +44,13 @@ PACKET_RX_RING = 5
 PACKET_VERSION = 10
 TPACKET_V2 = 1
 TP_STATUS_USER = 1  # the slot holds a frame for us; 0 (TP_STATUS_KERNEL) hands it back
-TPACKET2_HDR = struct.Struct("=IIIHHIIHH")  # status, len, snaplen, mac, net, sec, nsec, tci, tpid
+# struct tpacket2_hdr: status, len, snaplen, mac, net, sec, nsec, vlan_tci, vlan_tpid; the
+# per-frame path reads only the parts it needs (SLOT_*), tests lay out whole slots with it
+TPACKET2_HDR = struct.Struct("=IIIHHIIHH")
 TPACKET2_HDR_SPACE = 32  # TPACKET_ALIGN(sizeof(struct tpacket2_hdr)); struct sockaddr_ll follows
 SLOT_FRAME = struct.Struct("=4xIIH")  # the header's fields every frame needs: len, snaplen, mac
 SLOT_TAG = struct.Struct("=HH")  # tp_vlan_tci, tp_vlan_tpid
-SLOT_TAG_OFFSET = 24
+SLOT_TAG_OFFSET = 24  # of tp_vlan_tci in struct tpacket2_hdr
 SLL_PKTTYPE = 10  # offset of sll_pkttype in struct sockaddr_ll
 # every TP_STATUS_* flag read here is in the status word's least significant byte
 STATUS_FLAGS = 0 if sys.byteorder == "little" else 3
