@@ -197,9 +197,11 @@ class PgBuffer:
             self._into_headroom(nbytes)
             return _HEADROOM
         room = self.reserved - self.reserved_used
-        if nbytes <= room:
+        if nbytes <= room:  # the per-frame case of a PG that keeps up: _watermark, inlined
             self.reserved_used += nbytes
-            self._watermark()
+            used = self.reserved_used + self.shared + self.headroom_used
+            if used > self.peak:
+                self.peak = used
             return ADMITTED
         spill = nbytes - room  # what the reserved part cannot hold
         shared_room = min(self.threshold() - self.shared, self.pool.size - self.pool.used)
@@ -225,7 +227,7 @@ class PgBuffer:
         """``nbytes`` of this PG's frames left the switch (sent, or dropped at egress):
         headroom first, then shared, then reserved. Whether the PG may resume is
         ``try_xon``'s question."""
-        if nbytes > self.used:
+        if nbytes > self.reserved_used + self.shared + self.headroom_used:  # self.used
             raise ValueError(f"{self.port} PG {self.pg}: releasing {nbytes} bytes, "
                              f"holding {self.used}")
         pool = self.pool
