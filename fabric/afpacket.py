@@ -52,6 +52,8 @@ SLOT_FRAME = struct.Struct("=4xIIH")  # the header's fields every frame needs: l
 SLOT_TAG = struct.Struct("=HH")  # tp_vlan_tci, tp_vlan_tpid
 SLOT_TAG_OFFSET = 24  # of tp_vlan_tci in struct tpacket2_hdr
 SLL_PKTTYPE = 10  # offset of sll_pkttype in struct sockaddr_ll
+SLOT_PKTTYPE = TPACKET2_HDR_SPACE + SLL_PKTTYPE
+PACKET_OUTGOING = socket.PACKET_OUTGOING
 # every TP_STATUS_* flag read here is in the status word's least significant byte
 STATUS_FLAGS = 0 if sys.byteorder == "little" else 3
 RING_SLOT = 9344  # header, sockaddr_ll and a frame of SONiC's largest MTU (9216) + 14
@@ -173,15 +175,16 @@ class RxRing:
         before 4.20 deliver despite ``ignore_outgoing``, are left out. One call a batch:
         this is the agent's per-frame path."""
         ring, slots, n, at_slot = self.ring, self.slots, len(self.slots), self.next
+        header, flags_at, pkttype_at = SLOT_FRAME.unpack_from, STATUS_FLAGS, SLOT_PKTTYPE
         frames: list[bytes] = []
         while len(frames) < limit:
             at = slots[at_slot]
-            flags = ring[at + STATUS_FLAGS]
+            flags = ring[at + flags_at]
             if not flags & TP_STATUS_USER:
                 break
-            length, snaplen, mac = SLOT_FRAME.unpack_from(ring, at)
+            length, snaplen, mac = header(ring, at)
             frame = ring[at + mac:at + mac + snaplen]
-            outgoing = ring[at + TPACKET2_HDR_SPACE + SLL_PKTTYPE] == socket.PACKET_OUTGOING
+            outgoing = ring[at + pkttype_at] == PACKET_OUTGOING
             ring[at:at + 4] = b"\0\0\0\0"  # the slot is the kernel's again
             at_slot = at_slot + 1 if at_slot + 1 < n else 0
             if snaplen < length:

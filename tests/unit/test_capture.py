@@ -104,7 +104,7 @@ def ring_slot(ring: bytearray, at: int, frame: bytes, flags: int = 0, tci: int =
     snaplen = len(frame) if snaplen is None else snaplen
     afpacket.TPACKET2_HDR.pack_into(ring, at, afpacket.TP_STATUS_USER | flags, len(frame),
                                     snaplen, MAC_OFFSET, MAC_OFFSET + 14, 0, 0, tci, tpid)
-    ring[at + afpacket.TPACKET2_HDR_SPACE + afpacket.SLL_PKTTYPE] = pkttype
+    ring[at + afpacket.SLOT_PKTTYPE] = pkttype
     ring[at + MAC_OFFSET:at + MAC_OFFSET + snaplen] = frame[:snaplen]
 
 
