@@ -199,10 +199,12 @@ def test(c, unit=False):
     raise Exit(code=subprocess.call(args))
 
 
-@task
-def bench(c):
-    """Benchmarks: lab.up/down against bare iproute2, agent forwarding against a bare relay."""
-    raise Exit(code=subprocess.call([sys.executable, "-m", "bench"]))
+@task(help={"only": "comma list of lifecycle, forwarding, incast (default: all)"})
+def bench(c, only=""):
+    """Benchmarks: lab.up/down against bare iproute2, agent forwarding against a bare relay,
+    incast fidelity against S."""
+    names = [name for name in only.split(",") if name]
+    raise Exit(code=subprocess.call([sys.executable, "-m", "bench", *names]))
 
 
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml (brought up and down "

@@ -3,12 +3,13 @@
 Three namespaces: a sender blasting 1 KB frames, the device under test, and a sink whose
 kernel counts what arrived (no userspace receiver competing for the two cores). The same
 sender and sink measure the bare relay (recv on one veth, send on the other, no parsing), the
-agent bridging in a VLAN, and the agent routing (TTL, checksum, MAC rewrite).
+agent bridging in a VLAN, and the agent routing (TTL, checksum, MAC rewrite), in rounds.
 """
 from __future__ import annotations
 
 import json
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,7 @@ SRC, DUT, SINK = (PREFIX + n for n in ("src", "dut", "sink"))
 FRAME_BYTES = 1024
 WARMUP_S = 0.5
 WINDOW_S = 2.0
+ROUNDS = 3
 SWITCH_MAC = "02:52:4c:be:0c:01"
 
 
@@ -132,43 +134,57 @@ def rate(frame: bytes, folder: Path) -> float:
     return (after - before) / (t1 - t0)
 
 
+def relay_rate(folder: Path, src_mac: str, sink_mac: str) -> float:
+    relay = spawn(DUT, ["-m", "bench.forwarding", "relay", "eth1", "eth2"], folder / "relay.log")
+    try:
+        return rate(udp_frame(sink_mac, src_mac), folder)
+    finally:
+        stop_processes([relay.pid])
+
+
+def agent_rate(folder: Path, name: str, routed: bool, scale: float | None, src_mac: str,
+               sink_mac: str) -> float:
+    config = folder / f"{name}.json"
+    config.write_text(json.dumps(switch_config(routed, qos=scale is not None)))
+    control = folder / "dut.sock"
+    pacing = [] if scale is None else ["--time-scale", str(scale)]
+    log = folder / f"{name}.log"
+    agent = spawn(DUT, ["-m", "fabric.agent", "--config", str(config), "--name", "dut",
+                        "--control", str(control), "--ports", "eth1,eth2", *pacing], log)
+    try:
+        await_agent(AgentState(node="dut", namespace=DUT, pid=agent.pid, control=str(control),
+                               log=str(log)), time.monotonic() + 10)
+        return rate(udp_frame(SWITCH_MAC if routed else sink_mac, src_mac), folder)
+    finally:
+        stop_processes([agent.pid])
+
+
 def measure() -> dict:
-    results = {}
+    """ROUNDS rounds of the relay then each variant; rates are medians over the rounds and
+    each ratio the median of the rounds' ratios, so that load from other work on the two
+    cores, which comes and goes, skews one round rather than the result."""
+    samples: dict[str, list[float]] = {"bare_relay_pps": [], **{v[0]: [] for v in VARIANTS}}
     teardown()
     build()
     try:
         with tempfile.TemporaryDirectory(prefix="rocelab-fwd-") as tmp:
             folder = Path(tmp)
             src_mac, sink_mac = mac_of(SRC, "eth1"), mac_of(SINK, "eth1")
-            relay = spawn(DUT, ["-m", "bench.forwarding", "relay", "eth1", "eth2"],
-                          folder / "relay.log")
-            try:
-                results["bare_relay_pps"] = rate(udp_frame(sink_mac, src_mac), folder)
-            finally:
-                stop_processes([relay.pid])
-            for name, routed, scale in VARIANTS:
-                config = folder / f"{name}.json"
-                config.write_text(json.dumps(switch_config(routed, qos=scale is not None)))
-                control = folder / "dut.sock"
-                pacing = [] if scale is None else ["--time-scale", str(scale)]
-                agent = spawn(DUT, ["-m", "fabric.agent", "--config", str(config), "--name",
-                                    "dut", "--control", str(control), "--ports", "eth1,eth2",
-                                    *pacing], folder / f"{name}.log")
-                try:
-                    await_agent(AgentState(node="dut", namespace=DUT, pid=agent.pid,
-                                           control=str(control), log=str(folder / f"{name}.log")),
-                                time.monotonic() + 10)
-                    dst_mac = SWITCH_MAC if routed else sink_mac
-                    results[name] = rate(udp_frame(dst_mac, src_mac), folder)
-                finally:
-                    stop_processes([agent.pid])
+            for _ in range(ROUNDS):
+                samples["bare_relay_pps"].append(relay_rate(folder, src_mac, sink_mac))
+                for name, routed, scale in VARIANTS:
+                    samples[name].append(agent_rate(folder, name, routed, scale, src_mac,
+                                                    sink_mac))
     finally:
         teardown()
-    bare = results["bare_relay_pps"]
+    bare = samples["bare_relay_pps"]
+    results: dict = {name: statistics.median(rates) for name, rates in samples.items()}
     results["frame_bytes"] = FRAME_BYTES
-    results["bridged_vs_bare"] = results["agent_bridged_pps"] / bare
-    results["routed_vs_bare"] = results["agent_routed_pps"] / bare
-    results["full_pipeline_vs_bare"] = results["agent_full_pipeline_pps"] / bare
+    results["rounds"] = samples
+    for name, ratio in (("agent_bridged_pps", "bridged_vs_bare"),
+                        ("agent_routed_pps", "routed_vs_bare"),
+                        ("agent_full_pipeline_pps", "full_pipeline_vs_bare")):
+        results[ratio] = statistics.median(a / b for a, b in zip(samples[name], bare))
     return results
 
 

@@ -9,13 +9,18 @@ Two kernel habits would otherwise lie to a reader of raw frames, and are undone 
 
 A reader serving many sockets takes frames out of order of their arrival; where the order
 matters (a capture along a path), ``recv_stamped`` gives the kernel's own arrival time.
+
+A reader that must keep up with a wire (the switch agent) maps the socket's receive queue
+into its memory instead (``RxRing``): taking a frame is then a copy, not a system call.
 """
 from __future__ import annotations
 
 import ctypes
 import errno
+import mmap
 import socket
 import struct
+import sys
 
 ETH_P_ALL = 0x0003
 ETH_P_8021Q = 0x8100
@@ -37,6 +42,28 @@ RCVBUF = 4 << 20
 MAX_FRAME = 65536
 ANCILLARY = 64
 ANCILLARY_STAMPED = socket.CMSG_SPACE(AUXDATA.size) + socket.CMSG_SPACE(TIMESPEC.size)
+VLAN_TAG = struct.Struct("!HH")
+# PACKET_RX_RING, TPACKET_V2 (linux/if_packet.h)
+PACKET_RX_RING = 5
+PACKET_VERSION = 10
+TPACKET_V2 = 1
+TP_STATUS_USER = 1  # the slot holds a frame for us; 0 (TP_STATUS_KERNEL) hands it back
+# struct tpacket2_hdr: status, len, snaplen, mac, net, sec, nsec, vlan_tci, vlan_tpid; the
+# per-frame path reads only the parts it needs (SLOT_*), tests lay out whole slots with it
+TPACKET2_HDR = struct.Struct("=IIIHHIIHH")
+TPACKET2_HDR_SPACE = 32  # TPACKET_ALIGN(sizeof(struct tpacket2_hdr)); struct sockaddr_ll follows
+SLOT_FRAME = struct.Struct("=4xIIH")  # the header's fields every frame needs: len, snaplen, mac
+SLOT_TAG = struct.Struct("=HH")  # tp_vlan_tci, tp_vlan_tpid
+SLOT_TAG_OFFSET = 24  # of tp_vlan_tci in struct tpacket2_hdr
+SLL_PKTTYPE = 10  # offset of sll_pkttype in struct sockaddr_ll
+SLOT_PKTTYPE = TPACKET2_HDR_SPACE + SLL_PKTTYPE
+PACKET_OUTGOING = socket.PACKET_OUTGOING
+# every TP_STATUS_* flag read here is in the status word's least significant byte
+STATUS_FLAGS = 0 if sys.byteorder == "little" else 3
+RING_SLOT = 9344  # header, sockaddr_ll and a frame of SONiC's largest MTU (9216) + 14
+RING_BLOCK = 1 << 17  # 14 slots; blocks are what the kernel allocates contiguously
+RING_BLOCKS = 128
+RING_SLOTS = RING_BLOCK // RING_SLOT * RING_BLOCKS  # 1792 (16 MiB): what 4 MiB of skbs held
 
 
 def dst_mac_filter(mac: bytes) -> list[tuple[int, int, int, int]]:
@@ -58,14 +85,16 @@ def attach_filter(sock: socket.socket, program: list[tuple[int, int, int, int]])
 
 
 def open_socket(iface: str, *, ignore_outgoing: bool = False, timestamps: bool = False,
-                rcvbuf: int = RCVBUF,
+                rcvbuf: int = RCVBUF, rx_ring: bool = False,
                 bpf: list[tuple[int, int, int, int]] | None = None) -> socket.socket:
     """A non-blocking raw socket bound to ``iface`` of the calling thread's namespace.
 
     ``ignore_outgoing`` keeps the socket's own and its host's transmissions out of its
     receive queue (Linux >= 4.20; older kernels still mark them ``PACKET_OUTGOING``).
-    ``timestamps`` makes the kernel stamp each frame, for ``recv_stamped``. ``bpf``
-    filters in the kernel, before binding, so no unwanted frame is ever queued.
+    ``timestamps`` makes the kernel stamp each frame, for ``recv_stamped``. ``rx_ring``
+    makes it deliver into a ring (``RxRing.of``) rather than the receive queue; set before
+    ``bind``, so that no frame is left behind in the queue. ``bpf`` filters in the kernel,
+    also before binding, so no unwanted frame is ever queued.
     """
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     try:
@@ -83,6 +112,10 @@ def open_socket(iface: str, *, ignore_outgoing: bool = False, timestamps: bool =
             sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
         except PermissionError:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        if rx_ring:
+            sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+            sock.setsockopt(SOL_PACKET, PACKET_RX_RING,
+                            struct.pack("IIII", RING_BLOCK, RING_BLOCKS, RING_SLOT, RING_SLOTS))
         sock.bind((iface, ETH_P_ALL))
         sock.setblocking(False)
     except OSError:
@@ -132,8 +165,69 @@ def _with_tag(data: bytes, anc: list[tuple[int, int, bytes]]) -> bytes:
             if status & TP_STATUS_VLAN_VALID:
                 if not status & TP_STATUS_VLAN_TPID_VALID:
                     tpid = ETH_P_8021Q
-                return data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+                return data[:12] + VLAN_TAG.pack(tpid, tci) + data[12:]
     return data
+
+
+class RxRing:
+    """A socket's receive queue mapped into memory (``PACKET_RX_RING``, ``TPACKET_V2``).
+
+    The kernel writes each frame into the next slot of a ring and flags it ours; ``take``
+    copies frames out and hands their slots back, so a busy reader takes frames without a
+    system call each (``select`` still says when the ring has frames). The tag the kernel stripped
+    is in the slot's header rather than in ancillary data. A frame longer than a slot (a
+    wire whose MTU exceeds SONiC's 9216) arrives truncated: ``take`` skips it and counts it
+    in ``truncated``, as the kernel counts its own drops.
+    """
+
+    def __init__(self, ring: mmap.mmap | bytearray, slots: int, slot_size: int = RING_SLOT,
+                 block_size: int = RING_BLOCK) -> None:
+        """``ring``: the mapping (a bytearray laid out alike in tests)."""
+        per_block = block_size // slot_size
+        self.ring = ring
+        self.slots = [(i // per_block) * block_size + (i % per_block) * slot_size
+                      for i in range(slots)]
+        self.next = 0
+        self.truncated = 0
+
+    @classmethod
+    def of(cls, sock: socket.socket) -> RxRing:
+        """The ring of a socket opened with ``open_socket(..., rx_ring=True)``."""
+        return cls(mmap.mmap(sock.fileno(), RING_BLOCK * RING_BLOCKS), RING_SLOTS)
+
+    def take(self, limit: int) -> list[bytes]:
+        """Up to ``limit`` frames that arrived, oldest first, 802.1Q tags restored; none
+        when the ring holds nothing for us. Our own host's transmissions, which kernels
+        before 4.20 deliver despite ``ignore_outgoing``, are left out. One call a batch:
+        this is the agent's per-frame path."""
+        ring, slots, n, at_slot = self.ring, self.slots, len(self.slots), self.next
+        header, flags_at, pkttype_at = SLOT_FRAME.unpack_from, STATUS_FLAGS, SLOT_PKTTYPE
+        frames: list[bytes] = []
+        while len(frames) < limit:
+            at = slots[at_slot]
+            flags = ring[at + flags_at]
+            if not flags & TP_STATUS_USER:
+                break
+            length, snaplen, mac = header(ring, at)
+            frame = ring[at + mac:at + mac + snaplen]
+            outgoing = ring[at + pkttype_at] == PACKET_OUTGOING
+            ring[at:at + 4] = b"\0\0\0\0"  # the slot is the kernel's again
+            at_slot = at_slot + 1 if at_slot + 1 < n else 0
+            if snaplen < length:
+                self.truncated += 1
+            elif not outgoing:
+                if flags & TP_STATUS_VLAN_VALID:
+                    tci, tpid = SLOT_TAG.unpack_from(ring, at + SLOT_TAG_OFFSET)
+                    if not flags & TP_STATUS_VLAN_TPID_VALID:
+                        tpid = ETH_P_8021Q
+                    frame = frame[:12] + VLAN_TAG.pack(tpid, tci) + frame[12:]
+                frames.append(frame)
+        self.next = at_slot
+        return frames
+
+    def close(self) -> None:
+        if isinstance(self.ring, mmap.mmap):
+            self.ring.close()
 
 
 def statistics(sock: socket.socket) -> tuple[int, int]:

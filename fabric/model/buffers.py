@@ -68,8 +68,9 @@ class Admission(NamedTuple):
         return self.verdict in (ACCEPT, ACCEPT_HEADROOM)
 
 
-# The only admissions there are, shared so the per-frame path allocates nothing.
-_ACCEPTED = Admission(ACCEPT)
+# The only admissions there are, shared so the per-frame path allocates nothing (and a
+# caller can tell the usual one, ADMITTED, by identity).
+ADMITTED = Admission(ACCEPT)
 _ACCEPTED_XOFF = Admission(ACCEPT, True)
 _HEADROOM = Admission(ACCEPT_HEADROOM)
 _HEADROOM_XOFF = Admission(ACCEPT_HEADROOM, True)
@@ -196,15 +197,17 @@ class PgBuffer:
             self._into_headroom(nbytes)
             return _HEADROOM
         room = self.reserved - self.reserved_used
-        if nbytes <= room:
+        if nbytes <= room:  # the per-frame case of a PG that keeps up: _watermark, inlined
             self.reserved_used += nbytes
-            self._watermark()
-            return _ACCEPTED
+            used = self.reserved_used + self.shared + self.headroom_used
+            if used > self.peak:
+                self.peak = used
+            return ADMITTED
         spill = nbytes - room  # what the reserved part cannot hold
         shared_room = min(self.threshold() - self.shared, self.pool.size - self.pool.used)
         if spill < shared_room or (spill == shared_room and not self.lossless):
             self._into_shared(room, spill)
-            return _ACCEPTED
+            return ADMITTED
         if not self.lossless:
             return self._drop(nbytes, _LOSSY_DROP)
         # the frame reaches the threshold (or the pool's end): XOFF, the rest to headroom
@@ -224,7 +227,7 @@ class PgBuffer:
         """``nbytes`` of this PG's frames left the switch (sent, or dropped at egress):
         headroom first, then shared, then reserved. Whether the PG may resume is
         ``try_xon``'s question."""
-        if nbytes > self.used:
+        if nbytes > self.reserved_used + self.shared + self.headroom_used:  # self.used
             raise ValueError(f"{self.port} PG {self.pg}: releasing {nbytes} bytes, "
                              f"holding {self.used}")
         pool = self.pool
@@ -405,7 +408,10 @@ class IngressBuffers:
         """A frame admitted on ``(port, pg)`` left the switch. Returns the PGs that went
         back to XON (send pause time 0 for their priorities): usually none; this one, or
         with dynamic thresholds any PG of the pool in XOFF, since they all rose."""
-        buffer = self._pgs[port][pg]
+        return self.free(self._pgs[port][pg], nbytes, now)
+
+    def free(self, buffer: PgBuffer, nbytes: int, now: float) -> Sequence[PgBuffer]:
+        """``release`` for a caller that holds the PG's buffer (the switch, per frame)."""
         buffer.release(nbytes)
         waiting = buffer.pool.in_xoff
         if not waiting:

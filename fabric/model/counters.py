@@ -8,10 +8,13 @@ ingress port:
   answered or learned from;
 - ``held``: waiting for ARP to resolve its next hop (a gauge: it later moves to
   ``forwarded`` or to the drop ``arp_unresolved``);
+- ``flow_control``: a PFC or PAUSE frame, consumed by the port's egress pause (which
+  counts it per priority, ``pfc_rx``, or as ``pause_rx``): flow control doing its job is
+  not a drop;
 - a drop, counted under one of the reasons below.
 
-So for every port ``rx_packets == forwarded + to_cpu + held + sum(drops)``: drops are
-never silent. Frames the switch originates (ARP requests/replies, ICMP) are counted in a
+So for every port ``rx_packets == forwarded + to_cpu + held + flow_control + sum(drops)``:
+drops are never silent. Frames the switch originates (ARP requests/replies, ICMP) are counted in a
 separate ``cpu`` block, including the ones that could not be delivered.
 
 Per port, QoS counters (all eight always present, string keys for JSON):
@@ -31,12 +34,13 @@ NUM_QUEUES = 8
 FORWARDED = "forwarded"
 TO_CPU = "to_cpu"
 HELD = "held"
+FLOW_CONTROL = "flow_control"
 
 # Drop reasons (one place, so counters, tests and docs use the same names).
 PORT_UNCONFIGURED = "port_unconfigured"  # port neither routed nor a VLAN member
 PORT_DOWN = "port_down"  # admin-down ingress, or the egress it needs is down
 MALFORMED = "malformed"  # shorter than its headers (Ethernet, ARP)
-MAC_CONTROL = "mac_control"  # 01:80:c2:00:00:0x or EtherType 0x8808: PFC, PAUSE, LLDP...
+MAC_CONTROL = "mac_control"  # 01:80:c2:00:00:0x or 0x8808 but not PFC/PAUSE: LLDP, STP...
 VLAN_NOT_MEMBER = "vlan_not_member"  # VID not configured on the port (or tag on routed port)
 SAME_PORT = "same_port"  # known unicast whose destination is on the ingress port
 NO_EGRESS = "no_egress"  # flood with no other up member in the VLAN
@@ -64,12 +68,13 @@ class _Dispositions:
     """What became of frames: forwarded (or originated), held for ARP, or dropped by reason.
     Shared by ports (received frames) and the CPU (frames the switch originates)."""
 
-    __slots__ = ("forwarded", "to_cpu", "held", "drops")
+    __slots__ = ("forwarded", "to_cpu", "held", "flow_control", "drops")
 
     def __init__(self) -> None:
         self.forwarded = 0
         self.to_cpu = 0
         self.held = 0
+        self.flow_control = 0
         self.drops: dict[str, int] = {}
 
     def count(self, disposition: str) -> None:
@@ -80,6 +85,8 @@ class _Dispositions:
             self.to_cpu += 1
         elif disposition == HELD:
             self.held += 1
+        elif disposition == FLOW_CONTROL:
+            self.flow_control += 1
         else:
             self.drop(disposition)
 
@@ -106,7 +113,7 @@ class PortCounters(_Dispositions):
 
     def __init__(self) -> None:
         super().__init__()
-        # received frames dropped before classification: port down, runt, MAC control
+        # received frames turned away before classification: port down, runt, MAC control
         self.unclassified_packets = 0
         self.unclassified_bytes = 0
         # frames classified on ingress (all the others), by PG
@@ -145,7 +152,7 @@ class PortCounters(_Dispositions):
             "rx_packets": self.rx_packets, "rx_bytes": self.rx_bytes,
             "tx_packets": self.tx_packets, "tx_bytes": self.tx_bytes,
             "forwarded": self.forwarded, "to_cpu": self.to_cpu, "held": self.held,
-            "drops": dict(sorted(self.drops.items())),
+            "flow_control": self.flow_control, "drops": dict(sorted(self.drops.items())),
             "pgs": {str(pg): {"rx_packets": self.pg_rx_packets[pg],
                               "rx_bytes": self.pg_rx_bytes[pg]} for pg in range(NUM_PGS)},
             "queues": {str(q): {"tx_packets": self.queue_tx_packets[q],

@@ -1,10 +1,10 @@
 """One port's egress side: its eight queues and their scheduler, the pauses it received,
 WRED/ECN per queue and the PFC watchdog of its lossless queues, built from the config.
 
-The switch drives it: ``admit`` (WRED, watchdog drop) then ``PortScheduler.enqueue`` when a
-frame is forwarded to the port, ``PortScheduler.dequeue`` when the wire is free, ``poll`` on
-tick for the watchdog. Per-queue counters live here: ECN marks, WRED and watchdog drops, the
-depth watermark.
+The switch drives it: ``admit`` (WRED, watchdog drop) when a frame is forwarded to the port,
+then ``cut_through`` if the port is idle or else ``PortScheduler.enqueue``;
+``PortScheduler.dequeue`` when the wire is free, ``poll`` on tick for the watchdog. Per-queue
+counters live here: ECN marks, WRED and watchdog drops, the depth watermark.
 """
 from __future__ import annotations
 
@@ -68,11 +68,10 @@ class EgressPort:
 
     def gate(self, queue: int) -> float:
         """Until when the pauses received on this port hold ``queue`` (the scheduler's gate)."""
-        until = 0.0
+        ends, until = self.pause.ends, 0.0
         for priority in self._prios[queue]:
-            t = self.pause.until(priority)
-            if t > until:
-                until = t
+            if ends[priority] > until:
+                until = ends[priority]
         return until
 
     def admit(self, queue: int, frame: bytes) -> bytes | None:
@@ -106,6 +105,15 @@ class EgressPort:
         depth = self.scheduler.depth_bytes(queue)
         if depth > self.depth_peak[queue]:
             self.depth_peak[queue] = depth
+
+    def cut_through(self, queue: int, frame: bytes, now: float) -> bool:
+        """Send ``frame`` at once if the port is idle (``PortScheduler.start_now``); the
+        watermark then sees it as a frame that entered the empty queue and left."""
+        if not self.scheduler.start_now(queue, len(frame), now):
+            return False
+        if len(frame) > self.depth_peak[queue]:
+            self.depth_peak[queue] = len(frame)
+        return True
 
     def poll(self, now: float, tx_packets: list[int]) -> list[WatchdogEvent]:
         """Run the watchdogs that are due; a storm stops (drop, forward) or a restoration

@@ -182,8 +182,12 @@ def checksum_adjust(checksum: int, old_word: int, new_word: int) -> int:
 
 def ttl_decrement(checksum: int, ttl: int, proto: int) -> bytes:
     """The new TTL/protocol/checksum bytes (IPv4 header offsets 8..11) after TTL - 1."""
+    # checksum_adjust(checksum, old, old - 0x100), inlined: this is per routed packet
     old = ttl << 8 | proto
-    return TTL_PROTO_CSUM.pack(ttl - 1, proto, checksum_adjust(checksum, old, old - 0x100))
+    total = (~checksum & 0xFFFF) + (~old & 0xFFFF) + old - 0x100
+    total = (total & 0xFFFF) + (total >> 16)
+    total = (total & 0xFFFF) + (total >> 16)
+    return TTL_PROTO_CSUM.pack(ttl - 1, proto, ~total & 0xFFFF)
 
 
 # --- IPv4 ---------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ class PauseState:
       still counts the frames it receives but is never paused by them.
     """
 
-    __slots__ = ("quantum_s", "pfc_rx", "pause_rx", "last_pfc_rx", "_until", "_since",
+    __slots__ = ("quantum_s", "pfc_rx", "pause_rx", "last_pfc_rx", "ends", "_since",
                  "_paused_s", "_ignored")
 
     def __init__(self, rate_bps: float) -> None:
@@ -51,7 +51,9 @@ class PauseState:
         self.pause_rx = 0  # 802.3x PAUSE frames
         # when a PFC frame last asked this priority to pause (quanta > 0); None: never
         self.last_pfc_rx: list[float | None] = [None] * NUM_PRIORITIES
-        self._until = [0.0] * NUM_PRIORITIES  # the current or last pause ends here
+        # per priority, the current or last pause ends here (``until``; read by the
+        # egress gate for every frame, hence a plain list)
+        self.ends = [0.0] * NUM_PRIORITIES
         self._since = [0.0] * NUM_PRIORITIES  # ... and began here
         self._paused_s = [0.0] * NUM_PRIORITIES  # time paused before the current pause
         self._ignored = [False] * NUM_PRIORITIES
@@ -74,38 +76,38 @@ class PauseState:
         """Reload one priority's pause timer with ``quanta`` at ``now``."""
         if self._ignored[priority]:
             return
-        until = self._until[priority]
+        until = self.ends[priority]
         if not quanta:
             if until > now:
-                self._until[priority] = now
+                self.ends[priority] = now
             return
         if until <= now:  # not paused: a new pause interval starts
             self._paused_s[priority] += until - self._since[priority]
             self._since[priority] = now
-        self._until[priority] = now + quanta * self.quantum_s
+        self.ends[priority] = now + quanta * self.quantum_s
 
     def paused(self, priority: int, now: float) -> bool:
-        return self._until[priority] > now
+        return self.ends[priority] > now
 
     def until(self, priority: int) -> float:
         """When the priority's current pause ends; at or before now: since when it is free."""
-        return self._until[priority]
+        return self.ends[priority]
 
     def next_expiry(self, now: float) -> float | None:
         """The earliest end of a pause still running at ``now`` (a wake-up for the agent)."""
-        running = [until for until in self._until if until > now]
+        running = [until for until in self.ends if until > now]
         return min(running) if running else None
 
     def paused_seconds(self, priority: int, now: float) -> float:
         """Total time the priority has been paused up to ``now``."""
-        current = min(now, self._until[priority]) - self._since[priority]
+        current = min(now, self.ends[priority]) - self._since[priority]
         return self._paused_s[priority] + max(0.0, current)
 
     def ignore(self, priority: int, ignored: bool, now: float) -> None:
         """Stop (or resume) honouring pauses on ``priority``; stopping ends any pause now."""
         self._ignored[priority] = ignored
-        if ignored and self._until[priority] > now:
-            self._until[priority] = now
+        if ignored and self.ends[priority] > now:
+            self.ends[priority] = now
 
 
 class PfcSender:

@@ -103,6 +103,11 @@ class Lateness:
             bucket = min(int(math.log2(seconds * 1e6) * self.PER_OCTAVE) + 1, self.BUCKETS - 1)
         self.buckets[bucket] += 1
 
+    def record_on_time(self) -> None:
+        """``record(0.0)`` for the per-packet path of a port that keeps up."""
+        self.count += 1
+        self.buckets[0] += 1
+
     def percentile(self, fraction: float) -> float:
         """An upper bound (seconds) on the given fraction of lateness values, e.g. 0.99."""
         needed = math.ceil(fraction * self.count)
@@ -153,6 +158,9 @@ class PortScheduler:
         self._weighted = [q for q in self._queues if not q.strict]
         self._rr = 0  # the weighted queue being visited
         self._visiting = False  # it already received this visit's quantum
+        # per weighted queue, where the pointer goes once that queue has sent its last frame
+        self._rr_after = {q.index: (i + 1) % len(self._weighted)
+                          for i, q in enumerate(self._weighted)}
 
     @classmethod
     def from_config(cls, qos: Qos, port: Port, time_scale: float,
@@ -166,6 +174,27 @@ class PortScheduler:
         q.entries.append((frame, meta, now))
         q.depth += len(frame)
         self.packets += 1
+
+    def start_now(self, queue: int, size: int, now: float) -> bool:
+        """Put a frame of ``size`` bytes for ``queue`` on the wire at ``now`` without queueing
+        it, when ``enqueue`` then ``dequeue(now)`` would have released it at once: no frame
+        queued on the port, the wire free and the queue's gate open. It then holds the wire,
+        counts in ``lateness`` (0) and leaves the DWRR state as that dequeue would (the queue
+        emptied: no deficit, the pointer past it). False, and nothing changed, otherwise.
+
+        This is the per-packet path of a port that keeps up, so it skips the queue's deque.
+        """
+        if self.packets or now < self.free_at or (
+                self._gate is not None and self._gate(queue) > now):
+            return False
+        self.lateness.record_on_time()
+        self.free_at = now + size * 8 / self.rate_bps
+        q = self._queues[queue]
+        if not q.strict:
+            q.deficit = 0
+            self._rr = self._rr_after[queue]
+            self._visiting = False
+        return True
 
     def depth_bytes(self, queue: int) -> int:
         return self._queues[queue].depth

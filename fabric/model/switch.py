@@ -4,7 +4,7 @@ paced at the port's emulated rate, PFC both ways; counters.
 ``Switch`` is what the agent drives::
 
     switch = Switch(config, time_scale=S)
-    send_now(switch.receive("Ethernet8", frame, now))   # PFC frames: out at once
+    send_now(switch.receive("Ethernet8", frame, now))   # PFC, and frames to idle ports
     for port in switch.backlogged():                     # when next_send_time(port) has come
         while (frame := switch.dequeue(port, now)) is not None: send(port, frame)
     send_now(switch.take_control())                      # XON PFC raised by those dequeues
@@ -13,8 +13,9 @@ paced at the port's emulated rate, PFC both ways; counters.
 Frames go in and out as complete Ethernet frames with any 802.1Q tag inline; ports are
 SONiC names (``Ethernet0``). The pipeline of one frame:
 
-1. ingress (``_ingress``): admin state; MAC-control frames (PFC/PAUSE/LLDP: consumed,
-   never forwarded; a PFC or PAUSE pauses this port's egress queues, ``pause``); the tag;
+1. ingress (``_ingress``): admin state; MAC-control frames (consumed, never forwarded:
+   a PFC or PAUSE pauses this port's egress queues, ``pause``, and counts as
+   ``flow_control``; LLDP and the rest are ``mac_control`` drops); the tag;
    classification into ``(tc, pg)`` (``classify``) counted per PG; admission into the
    (port, PG) ingress buffer (``buffers``): a drop there is the frame's disposition
    (``headroom_exhausted``, ``lossy_limit``), and a PG crossing XOFF sends PFC out of this
@@ -25,11 +26,15 @@ SONiC names (``Ethernet0``). The pipeline of one frame:
 3. egress (``_transmit``): the egress port's TC -> queue map picks the queue; WRED/ECN on
    the queue depth marks CE or drops (``egress``); the frame waits in the port's
    ``PortScheduler`` until ``dequeue`` releases it at the port's rate (speed / S), which
-   also frees its ingress buffer bytes and may send XON (PFC quanta 0).
+   also frees its ingress buffer bytes and may send XON (PFC quanta 0). A frame that
+   ``dequeue`` would release at once (nothing queued on the port, wire free, queue not
+   paused) cuts through instead: ``receive`` (or ``tick``) returns it, with the same
+   effect on pacing, counters and buffers; a port that keeps up never touches a queue.
 
 Control frames the switch sends (PFC) bypass the queues: ``receive``, ``tick`` and
 ``take_control`` return them for immediate transmission. Frames the switch originates
-(ARP, ICMP) take queue 7 like everything else. Tx counters count dequeued frames.
+(ARP, ICMP) take queue 7 like everything else. Tx counters count frames put on the wire,
+cut through or dequeued.
 
 With ``time_scale=None`` the ports run at an infinite rate: ``receive`` and ``tick``
 return the forwarded frames themselves at once (pauses last no time). That is the
@@ -44,12 +49,12 @@ import random
 from collections.abc import Callable, Iterable
 
 from fabric.config import SwitchConfig
-from fabric.model.buffers import IngressBuffers, PgBuffer
+from fabric.model.buffers import ADMITTED, IngressBuffers, PgBuffer
 from fabric.model.bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier
 from fabric.model.counters import (
-    FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC, PORT_DOWN, PORT_UNCONFIGURED, TO_CPU,
-    VLAN_NOT_MEMBER, CpuCounters, drop_totals,
+    FLOW_CONTROL, FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC, PORT_DOWN,
+    PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters, drop_totals,
 )
 from fabric.model.egress import PFC_WD_DROP, EgressPort
 from fabric.model.frames import (
@@ -66,15 +71,15 @@ FDB_SWEEP_INTERVAL_S = 1.0
 
 
 class Charge:
-    """The ingress buffer bytes one received frame holds until its last copy leaves."""
+    """The ingress buffer bytes one received frame holds until its last copy leaves: made
+    when a copy has to wait in a queue (a frame whose copies all leave at once needs none)."""
 
-    __slots__ = ("buffer", "nbytes", "cls", "copies")
+    __slots__ = ("buffer", "nbytes", "copies")
 
-    def __init__(self, buffer: PgBuffer, nbytes: int, cls: tuple) -> None:
+    def __init__(self, buffer: PgBuffer, nbytes: int, copies: int) -> None:
         self.buffer = buffer
         self.nbytes = nbytes
-        self.cls = cls  # the forwarded copies carry this very classification tuple
-        self.copies = 0
+        self.copies = copies  # not yet gone
 
 
 class Switch:
@@ -123,7 +128,9 @@ class Switch:
                         for b in port.pgs]
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
         self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
-        self._charge: Charge | None = None  # the frame being received holds these bytes
+        # the frame being received holds these bytes: (PG buffer, bytes, its class tuple,
+        # which its forwarded copies carry as such)
+        self._charge: tuple[PgBuffer, int, tuple] | None = None
 
     def _port(self, name: str, where: str) -> PortState:
         port = self._ports.get(name)
@@ -156,8 +163,8 @@ class Switch:
 
     def receive(self, port: str, frame: bytes, now: float) -> list[tuple[str, bytes]]:
         """One frame arrived on ``port``; returns the frames to transmit now, as (port,
-        frame): PFC (and, unpaced, the forwarded frames). Forwarded frames wait in their
-        egress queue for ``dequeue``.
+        frame): PFC, and forwarded frames that cut through (unpaced: all of them). The
+        others wait in their egress queue for ``dequeue``.
 
         Every frame gets a disposition on ``port``'s counters (see ``counters``). A port
         missing from the PORT table is the caller's bug: KeyError.
@@ -176,7 +183,8 @@ class Switch:
         charge, self._charge = self._charge, None
         if out or charge is not None:
             self._transmit(out, charge, now)
-        return self.take_control()
+        control, self._control = self._control, []  # take_control, inlined
+        return control
 
     def tick(self, now: float) -> list[tuple[str, bytes]]:
         """Run timers up to ``now``: ARP retries, give-ups and re-probes, FDB aging, PFC
@@ -229,8 +237,7 @@ class Switch:
 
     def take_control(self) -> list[tuple[str, bytes]]:
         """Frames to put on the wire now: PFC raised since the last call (XON after
-        ``dequeue``) and, unpaced (``time_scale`` None), the forwarded frames, which cut
-        through since no queue ever builds."""
+        ``dequeue``) and forwarded frames that cut through (see ``_transmit``)."""
         control, self._control = self._control, []
         return control
 
@@ -359,8 +366,7 @@ class Switch:
             return port.counters.unclassified(MALFORMED, size)
         if frame[0] & 1 and frame.startswith(LINK_LOCAL_PREFIX) and frame[5] < 0x10:
             # PFC, PAUSE, LLDP, STP...: link-local, never bridged
-            self._mac_control_in(port, frame, now)
-            return port.counters.unclassified(MAC_CONTROL, size)
+            return port.counters.unclassified(self._mac_control_in(port, frame, now), size)
         ethertype = frame[12] << 8 | frame[13]
         if ethertype == ETH_P_8021Q:
             if size < 18:
@@ -371,8 +377,7 @@ class Switch:
         else:
             off, vid, prio = 14, 0, 0
         if ethertype == ETH_P_MAC_CONTROL:  # MAC control to any address (e.g. unicast PAUSE)
-            self._mac_control_in(port, frame, now)
-            return port.counters.unclassified(MAC_CONTROL, size)
+            return port.counters.unclassified(self._mac_control_in(port, frame, now), size)
         # classification (classify.PortClassifier.classify, inlined): DSCP for IP when the
         # port has a DSCP map, else the tag's PCP (prio is PCP << 1 | DEI, 0 untagged)
         by_dscp = port.by_dscp
@@ -390,15 +395,20 @@ class Switch:
         counters.pg_rx_bytes[pg] += size
         buffer = port.pgs[pg]
         admission = buffer.admit(size, now)
-        if admission.xoff:
-            self._send_pfc(port, port.pfc[pg].set_xoff(now))
-        if not admission.accepted:
-            return admission.verdict
-        self._charge = Charge(buffer, size, cls)
+        if admission is not ADMITTED:  # the usual answer; the others may pause or drop
+            if admission.xoff:
+                self._send_pfc(port, port.pfc[pg].set_xoff(now))
+            if not admission.accepted:
+                return admission.verdict
+        self._charge = (buffer, size, cls)
         role = port.role
         if role is SWITCHED:
             return self._switched_in(port, frame, ethertype, off, vid, prio, cls, now, out)
         if role is ROUTED:
+            if ethertype == ETH_P_IPV4 and not vid and frame.startswith(self.router_mac):
+                # _routed_in's per-packet case, straight to the router
+                return self._router.ipv4_in(port.interface, port, frame, off, prio, cls, out,
+                                            now)
             return self._routed_in(port, frame, ethertype, off, vid, prio, cls, now, out)
         return PORT_UNCONFIGURED
 
@@ -441,20 +451,22 @@ class Switch:
             return self._router.arp_in(port.interface, port, frame, off, prio, out, now)
         return NOT_ROUTER_MAC
 
-    def _mac_control_in(self, port: PortState, frame: bytes, now: float) -> None:
-        """A PFC or PAUSE frame pauses (or resumes) this port's egress queues; a PFC
-        class-enable vector of 0 does nothing (``pause.PauseState``)."""
+    def _mac_control_in(self, port: PortState, frame: bytes, now: float) -> str:
+        """A PFC or PAUSE frame pauses (or resumes) this port's egress queues, a PFC
+        class-enable vector of 0 does nothing (``pause.PauseState``): either is
+        ``FLOW_CONTROL``. Any other link-local or MAC-control frame is ``MAC_CONTROL``."""
         off = 18 if frame[12] << 8 | frame[13] == ETH_P_8021Q else 14
         if len(frame) < off or frame[off - 2] << 8 | frame[off - 1] != ETH_P_MAC_CONTROL:
-            return
+            return MAC_CONTROL
         parsed = parse_mac_control(frame, off)
         if parsed is None:
-            return
+            return MAC_CONTROL
         opcode, quanta = parsed
         if opcode == MAC_CONTROL_PFC:
             port.egress.pause.on_pfc(quanta, now)
         else:
             port.egress.pause.on_pause(quanta[0], now)
+        return FLOW_CONTROL
 
     def _send_pfc(self, port: PortState, quanta: dict[int, int]) -> None:
         """Queue a PFC frame out of ``port`` for immediate transmission (control frames
@@ -465,48 +477,62 @@ class Switch:
         for priority in quanta:
             port.pfc_tx[priority] += 1
 
-    def _transmit(self, out: list[tuple[PortState, bytes, tuple]], charge: Charge | None,
-                  now: float) -> None:
+    def _transmit(self, out: list[tuple[PortState, bytes, tuple]],
+                  received: tuple[PgBuffer, int, tuple] | None, now: float) -> None:
         """The egress stage: every frame the forwarding decided to send passes here, with
         its ingress classification ``(tc, pg)`` (``CPU_CLASS`` for what the switch
-        originated). The copies of the received frame (those carrying its ``charge.cls``)
-        hold its ingress buffer bytes until the last one leaves; with no copy left (held
-        for ARP, consumed, flooded nowhere) the bytes are freed at once. Frames released
-        from elsewhere (ARP resolved, originated) hold nothing."""
-        if charge is not None:
-            charge.copies = sum(1 for entry in out if entry[2] is charge.cls)
-            if not charge.copies:
-                charge.copies = 1
-                self._discharge(charge, now)
+        originated). The copies of the received frame (those carrying its class tuple,
+        ``received``) hold its ingress buffer bytes until the last one leaves; with no copy
+        left (held for ARP, consumed, flooded nowhere) the bytes are freed at once. Frames
+        released from elsewhere (ARP resolved, originated) hold nothing. A frame to an idle
+        port cuts through (``EgressPort.cut_through``), into ``_control``; unpaced, all do.
+        Copies are counted in ``pending`` until one has to wait in a queue: only then is
+        a ``Charge`` made, which the queued copies share."""
+        mine, pending, charge = None, 0, None
+        if received is not None:
+            buffer, nbytes, mine = received
+            for entry in out:
+                if entry[2] is mine:
+                    pending += 1
+            if not pending:
+                self._free(buffer, nbytes, now)
         for port, frame, cls in out:
-            held = charge if charge is not None and cls is charge.cls else None
             queue = CPU_QUEUE if cls is CPU_CLASS else port.queue_of[cls[0]]
             egress = port.egress
             admitted = egress.admit(queue, frame)
-            if admitted is None:
-                if held is not None:
-                    self._discharge(held, now)
-                continue
-            if self.time_scale is None:  # unpaced: nothing ever waits, so cut through
+            if admitted is not None:
+                # cut through when unpaced (nothing ever waits) or when the port is idle
+                if self.time_scale is not None and not egress.cut_through(queue, admitted, now):
+                    if cls is mine and charge is None:
+                        charge = Charge(buffer, nbytes, pending)
+                    egress.scheduler.enqueue(queue, admitted, charge if cls is mine else None,
+                                             now)
+                    egress.watermark(queue)
+                    self._backlogged[port.name] = port
+                    continue
                 counters = port.counters
                 counters.queue_tx_packets[queue] += 1
                 counters.queue_tx_bytes[queue] += len(admitted)
                 self._control.append((port.name, admitted))
-                if held is not None:
-                    self._discharge(held, now)
-                continue
-            egress.scheduler.enqueue(queue, admitted, held, now)
-            egress.watermark(queue)
-            self._backlogged[port.name] = port
+            if cls is mine:  # this copy left the switch, sent or dropped
+                if charge is not None:
+                    self._discharge(charge, now)
+                else:
+                    pending -= 1
+                    if not pending:
+                        self._free(buffer, nbytes, now)
 
     def _discharge(self, charge: Charge, now: float) -> None:
-        """One copy of a received frame left the switch; the last one frees its bytes,
-        and PGs that fall back to XON resume their upstream (PFC quanta 0)."""
+        """One queued copy of a received frame left the switch; the last one frees its
+        bytes."""
         charge.copies -= 1
-        if charge.copies:
-            return
-        buffer = charge.buffer
-        for resumed in self._buffers.release(buffer.port, buffer.pg, charge.nbytes, now):
+        if not charge.copies:
+            self._free(charge.buffer, charge.nbytes, now)
+
+    def _free(self, buffer: PgBuffer, nbytes: int, now: float) -> None:
+        """A received frame's last copy is gone: its bytes leave its PG, and PGs that fall
+        back to XON resume their upstream (PFC quanta 0)."""
+        for resumed in self._buffers.free(buffer, nbytes, now):
             port = self._ports[resumed.port]
             self._send_pfc(port, port.pfc[resumed.pg].set_xon(now))
 

@@ -94,6 +94,58 @@ def test_recv_stamped_reads_the_kernel_timestamp():
     assert afpacket.recv_stamped(FakeSocket(frame, []))[2] is None
 
 
+SLOT, BLOCK = 192, 512  # two slots per block and a gap, as the kernel lays them out
+MAC_OFFSET = 66  # where the kernel puts a SOCK_RAW frame in a TPACKET_V2 slot
+
+
+def ring_slot(ring: bytearray, at: int, frame: bytes, flags: int = 0, tci: int = 0,
+              tpid: int = 0, pkttype: int = socket.PACKET_HOST, snaplen: int | None = None):
+    """Fill a slot as the kernel does: header, sockaddr_ll's packet type, frame; ours."""
+    snaplen = len(frame) if snaplen is None else snaplen
+    afpacket.TPACKET2_HDR.pack_into(ring, at, afpacket.TP_STATUS_USER | flags, len(frame),
+                                    snaplen, MAC_OFFSET, MAC_OFFSET + 14, 0, 0, tci, tpid)
+    ring[at + afpacket.SLOT_PKTTYPE] = pkttype
+    ring[at + MAC_OFFSET:at + MAC_OFFSET + snaplen] = frame[:snaplen]
+
+
+def test_rx_ring_takes_frames_in_slot_order_across_blocks_and_hands_slots_back():
+    ring = bytearray(2 * BLOCK)
+    rx = afpacket.RxRing(ring, 4, SLOT, BLOCK)
+    assert rx.slots == [0, 192, 512, 704] and rx.take(8) == []
+    frames = [probe_frame(nonce(i), tagged=False) for i in range(6)]
+    for i, at in enumerate(rx.slots):
+        ring_slot(ring, at, frames[i])
+    assert rx.take(3) == frames[:3]  # at most the limit
+    assert ring[0:4] == bytes(4) and ring[704] & afpacket.TP_STATUS_USER  # 3 handed back
+    assert rx.take(3) == frames[3:4] and rx.take(3) == []
+    assert all(ring[at:at + 4] == bytes(4) for at in rx.slots)  # the kernel's again
+    ring_slot(ring, 0, frames[4], pkttype=socket.PACKET_OUTGOING)  # wrapped around
+    ring_slot(ring, 192, frames[5])
+    assert rx.take(8) == frames[5:6]  # our own transmission left out, its slot handed back
+    assert ring[0:4] == bytes(4)
+
+
+def test_rx_ring_puts_the_stripped_vlan_tag_back():
+    ring = bytearray(BLOCK)
+    rx = afpacket.RxRing(ring, 2, SLOT, BLOCK)
+    ring_slot(ring, 0, probe_frame(nonce(1), tagged=False), afpacket.TP_STATUS_VLAN_VALID,
+              tci=3 << 13)
+    assert rx.take(1) == [probe_frame(nonce(1))]  # 0x8100, VID 0, PCP 3
+    ring_slot(ring, SLOT, probe_frame(nonce(2), tagged=False), afpacket.TP_STATUS_VLAN_VALID
+              | afpacket.TP_STATUS_VLAN_TPID_VALID, tci=3 << 13, tpid=0x88A8)
+    (frame,) = rx.take(1)
+    assert frame[12:16] == bytes.fromhex("88a86000")
+
+
+def test_rx_ring_skips_and_counts_frames_longer_than_a_slot():
+    ring = bytearray(BLOCK)
+    rx = afpacket.RxRing(ring, 2, SLOT, BLOCK)
+    long, short = probe_frame(nonce(1), tagged=False) + bytes(SLOT), probe_frame(nonce(2))
+    ring_slot(ring, 0, long, snaplen=SLOT - MAC_OFFSET)
+    ring_slot(ring, SLOT, short[:100])
+    assert rx.take(4) == [short[:100]] and rx.truncated == 1
+
+
 # ------------------------------------------------------------------------ sightings
 
 

@@ -234,13 +234,14 @@ def test_port_totals_are_the_sums_of_pgs_and_queues():
         assert set(port["pgs"]) == set(port["queues"]) == {str(i) for i in range(8)}
         assert port["tx_packets"] == sum(q["tx_packets"] for q in port["queues"].values())
         assert port["tx_bytes"] == sum(q["tx_bytes"] for q in port["queues"].values())
-        unclassified = sum(port["drops"].get(r, 0) for r in ("mac_control", "port_down"))
+        unclassified = port["flow_control"] + sum(port["drops"].get(r, 0)
+                                                  for r in ("mac_control", "port_down"))
         if name == "Ethernet8":
             unclassified += 1  # the 10-byte runt (malformed before any header)
         assert port["rx_packets"] == sum(g["rx_packets"] for g in port["pgs"].values()) \
             + unclassified, name
         assert port["rx_packets"] == (port["forwarded"] + port["to_cpu"] + port["held"]
-                                      + sum(port["drops"].values())), name
+                                      + port["flow_control"] + sum(port["drops"].values())), name
     e8 = {int(k): v["rx_packets"] for k, v in c["ports"]["Ethernet8"]["pgs"].items()}
     # learn_h1's ARP (PG0), 22 RoCEv2 frames (DSCP 24/27/30 -> PG3), 8 RoCEv1 (PCP 3 -> PG3)
     assert e8[3] == 3 + 1 and sum(e8.values()) == 1 + 22 + 8

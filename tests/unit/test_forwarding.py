@@ -285,9 +285,11 @@ def test_mac_control_and_link_local_frames_are_never_forwarded():
     for port in ("Ethernet8", "Ethernet0"):  # a VLAN member and a routed port
         for frame in (pfc(H1), lldp, pause, unicast_pause):
             assert sw.receive(port, frame, 0.0) == []
-    tagged_pfc = raw_frame(PFC_DST, H1, 0x8808, vlan=0, pcp=7)
+    tagged_pfc = raw_frame(PFC_DST, H1, 0x8808, vlan=0, pcp=7)  # opcode 0: not PFC
     assert sw.receive("Ethernet12", tagged_pfc, 0.0) == []
-    assert drops(sw) == {"mac_control": 9}
+    assert drops(sw) == {"mac_control": 7}  # the PFC frames are flow control, not drops
+    ports = sw.counters()["ports"]
+    assert [ports[p]["flow_control"] for p in ("Ethernet8", "Ethernet0", "Ethernet12")] == [1, 1, 0]
     assert sw.counters()["fdb"] == []  # nor learned from
 
 
@@ -696,7 +698,7 @@ def test_counters_add_up():
     rx("Ethernet12", raw_frame(BCAST, H2), 0.0)  # flooded
     rx("Ethernet8", udp(H2, H1, H1_IP, H2_IP), 0.1)  # bridged
     rx("Ethernet8", rocev1(RMAC, H1), 0.2)  # non_ip_to_router
-    rx("Ethernet8", pfc(H1), 0.2)  # mac_control
+    rx("Ethernet8", pfc(H1), 0.2)  # flow_control
     rx("Ethernet8", udp(RMAC, H1, H1_IP, H3_IP, sport=50001), 0.3)  # held, then released
     rx("Ethernet8", udp(RMAC, H1, H1_IP, "10.7.7.7"), 0.3)  # no_route
     for ip in NEXTHOPS:  # replies from both spines (one resolves the held packet)
@@ -713,11 +715,12 @@ def test_counters_add_up():
     for name, port in c["ports"].items():
         assert port["rx_packets"] == received[name]
         assert port["rx_packets"] == (port["forwarded"] + port["to_cpu"] + port["held"]
-                                      + sum(port["drops"].values())), name
+                                      + port["flow_control"] + sum(port["drops"].values())), name
         assert port["tx_packets"] == sum(1 for p, _ in sent if p == name)
         assert port["tx_bytes"] == sum(len(f) for p, f in sent if p == name)
-    assert c["drops"] == {"arp_unresolved": 1, "mac_control": 1, "no_route": 1,
-                          "non_ip_to_router": 1, "ttl_expired": 1}
+    assert c["drops"] == {"arp_unresolved": 1, "no_route": 1, "non_ip_to_router": 1,
+                          "ttl_expired": 1}
+    assert c["ports"]["Ethernet8"]["flow_control"] == 1
     # Ethernet8: ARP (flooded and answered), bridged, released; Ethernet4: routed to h1
     assert c["ports"]["Ethernet8"]["forwarded"] == 3 and c["ports"]["Ethernet4"]["forwarded"] == 1
     total_rx = sum(p["rx_bytes"] for p in c["ports"].values())

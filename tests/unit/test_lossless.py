@@ -51,9 +51,11 @@ def udp_frame(dscp: int, ecn: int = ECT0, size: int = FRAME, src: str = H2,
 
 
 def learned(sw: Switch) -> Switch:
-    """h1 and h2 known to the bridge (h1's frame flooded to h2 and sent)."""
-    sw.receive(H1_PORT, udp_frame(0, src=H1, dst=H2), 0.0)
-    assert sw.dequeue(H2_PORT, 0.0) is not None
+    """h1 and h2 known to the bridge (h1's frame flooded to h2 and sent: h2's wire is idle,
+    so the frame cuts through, out of ``receive`` with nothing left queued)."""
+    frame = udp_frame(0, src=H1, dst=H2)
+    assert sw.receive(H1_PORT, frame, 0.0) == [(H2_PORT, frame)]
+    assert sw.backlogged() == [] and sw.dequeue(H2_PORT, 0.0) is None
     return sw
 
 
@@ -168,6 +170,22 @@ def test_pause_and_empty_vector_pfc():
     assert sw.dequeue(H1_PORT, 1.0) is None  # PAUSE stops every priority
 
 
+def test_received_pfc_and_pause_count_as_flow_control_not_as_drops():
+    sw = learned(leaf1())
+    sw.receive(H1_PORT, pfc_frame(mac_bytes(H1), {3: 1000, 4: 0}), 1.0)
+    sw.receive(H1_PORT, pfc_frame(mac_bytes(H1), {}), 1.0)  # empty vector: pauses nothing
+    pause = bytes.fromhex("0180c2000001") + mac_bytes(H1) + bytes.fromhex("88080001ffff")
+    sw.receive(H1_PORT, pause + bytes(60 - len(pause)), 1.0)
+    lldp = ethernet_frame(bytes.fromhex("0180c200000e"), mac_bytes(H1), 0x88CC, bytes(46))
+    sw.receive(H1_PORT, lldp, 1.0)  # link-local but no flow control: still a drop
+    counters = sw.counters()
+    port = counters["ports"][H1_PORT]
+    assert port["flow_control"] == 3 and port["drops"] == {"mac_control": 1}
+    assert port["pfc_rx"] == [0, 0, 0, 1, 1, 0, 0, 0] and port["pause_rx"] == 1
+    assert counters["drops"] == {"mac_control": 1}
+    assert port["rx_packets"] == 5 == port["forwarded"] + port["flow_control"] + 1
+
+
 def test_wred_marks_ect_frames_ce_above_min_and_drops_not_ect():
     sw = learned(leaf1(pool=1 << 24, rand=0.0))
     minimum = 150000  # AZURE_LOSSLESS green_min_threshold
@@ -187,10 +205,11 @@ def test_wred_marks_ect_frames_ce_above_min_and_drops_not_ect():
 
 def test_dequeue_is_paced_at_speed_over_s():
     sw = learned(leaf1())
-    for _ in range(3):
-        sw.receive(H2_PORT, udp_frame(26), 5.0)
+    first = udp_frame(26)
+    assert sw.receive(H2_PORT, first, 5.0) == [(H1_PORT, first)]  # idle wire: cut through
+    for _ in range(2):  # the wire is busy with the first frame: these queue
+        assert sw.receive(H2_PORT, udp_frame(26), 5.0) == []
     assert sw.backlogged() == [H1_PORT]
-    assert sw.dequeue(H1_PORT, 5.0) is not None
     assert sw.dequeue(H1_PORT, 5.0) is None
     assert sw.next_send_time(H1_PORT) == 5.0 + FRAME * 8 / RATE
     assert sw.dequeue(H1_PORT, 5.0 + 2 * FRAME * 8 / RATE) is not None
@@ -200,9 +219,61 @@ def test_dequeue_is_paced_at_speed_over_s():
     assert lateness["count"] == 3 and abs(lateness["max_s"] - FRAME * 8 / RATE) < 1e-12
 
 
+def test_a_frame_cuts_through_only_to_an_idle_unpaused_port_with_a_free_wire():
+    sw = learned(leaf1())
+    end = 1.0 + 1000 * 512 / RATE
+    sw.receive(H1_PORT, pfc_frame(mac_bytes(H1), {3: 1000}), 1.0)
+    paused, other = udp_frame(26), udp_frame(0)
+    assert sw.receive(H2_PORT, paused, 1.0) == []  # queue 3 is paused: it waits
+    assert sw.receive(H2_PORT, other, 1.0) == []  # queue 0 is open, but a frame waits
+    assert sw.backlogged() == [H1_PORT] and sw.next_send_time(H1_PORT) == 1.0
+    assert sw.dequeue(H1_PORT, 1.0) == other and sw.dequeue(H1_PORT, end) == paused
+    later = end + 1.0  # everything sent, the wire free again: straight out, counted
+    assert sw.receive(H2_PORT, paused, later) == [(H1_PORT, paused)]
+    port = sw.counters()["ports"][H1_PORT]
+    assert port["queues"]["3"]["tx_packets"] == 2 and port["queues"]["0"]["tx_packets"] == 1
+    assert port["queues"]["3"]["watermark_bytes"] == FRAME
+    assert port["fidelity"]["lateness"]["count"] == 3
+    assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == 0  # its bytes freed
+
+
+def test_back_to_back_frames_wait_for_the_wire():
+    sw = learned(leaf1())
+    frame_time = FRAME * 8 / RATE
+    first, second = udp_frame(26), udp_frame(26)
+    assert sw.receive(H2_PORT, first, 2.0) == [(H1_PORT, first)]
+    assert sw.receive(H2_PORT, second, 2.0 + frame_time / 2) == []  # mid-frame: queued
+    assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == FRAME  # held meanwhile
+    assert sw.next_send_time(H1_PORT) == 2.0 + frame_time
+    assert sw.dequeue(H1_PORT, 2.0 + frame_time - 1e-9) is None
+    assert sw.dequeue(H1_PORT, 2.0 + frame_time) == second
+    third = udp_frame(26)
+    assert sw.receive(H2_PORT, third, 2.0 + 2 * frame_time) == [(H1_PORT, third)]
+
+
+def test_a_flood_holds_its_bytes_until_its_queued_copy_leaves():
+    """One copy cuts through, the other waits: the frame's PG bytes stay until the second
+    leaves (leaf1 with Ethernet4 moved into Vlan100 for a third member)."""
+    data = json.loads(LEAF1_JSON.read_text())
+    data["INTERFACE"] = {k: v for k, v in data["INTERFACE"].items() if "Ethernet4" not in k}
+    data["STATIC_ROUTE"] = {}
+    data["VLAN_MEMBER"]["Vlan100|Ethernet4"] = {"tagging_mode": "untagged"}
+    sw = Switch(parse(data, str(LEAF1_JSON)), time_scale=S)
+    frame_time, bcast = FRAME * 8 / RATE, "ff:ff:ff:ff:ff:ff"
+    warm = udp_frame(0, src="02:00:00:00:00:33", dst=bcast)
+    assert {p for p, _ in sw.receive("Ethernet4", warm, 1.0)} == {H1_PORT, H2_PORT}
+    flood = udp_frame(26, dst=bcast)  # h1's wire is busy with ``warm``, Ethernet4's is idle
+    assert sw.receive(H2_PORT, flood, 1.0) == [("Ethernet4", flood)]
+    pg = sw.counters()["ports"][H2_PORT]["pgs"]["3"]
+    assert pg["used"] == FRAME
+    assert sw.dequeue(H1_PORT, 1.0 + frame_time) == flood
+    assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == 0
+
+
 def test_pfc_storm_is_detected_and_the_watchdog_drops_the_queue():
     sw = learned(leaf1())
     storm = pfc_frame(mac_bytes(H1), {3: MAX_QUANTA})
+    sw.receive(H1_PORT, storm, 0.0)  # paused first, so the frame stays in queue 3
     sw.receive(H2_PORT, udp_frame(26), 0.0)
     now = 0.0
     while now < 0.5:  # h1 keeps pausing queue 3 (PFC_WD: drop, 200 ms, poll 200 ms)

@@ -184,6 +184,62 @@ def test_a_frame_arriving_on_an_idle_wire_starts_when_it_arrives():
     assert sched.lateness.max == pytest.approx(2e-6)
 
 
+def test_start_now_only_on_an_idle_port_with_a_free_wire_and_an_open_gate():
+    paused = {3: 0.0}
+    sched = port({0: dwrr(1), 3: dwrr(1)}, rate=1e9, gate=lambda q: paused.get(q, 0.0))
+    assert sched.start_now(0, 1250, 1.0)  # 10 us of wire
+    assert sched.free_at == pytest.approx(1.0 + 10e-6) and sched.lateness.count == 1
+    assert not sched.start_now(0, 1250, 1.0 + 5e-6)  # wire busy: the caller queues it
+    assert sched.start_now(0, 1250, 1.0 + 10e-6)
+    paused[3] = 2.0
+    assert not sched.start_now(3, 1250, 1.5)  # paused
+    sched.enqueue(3, frame(1250), None, 1.5)
+    assert not sched.start_now(0, 1250, 1.5)  # open queue, free wire, but a frame waits
+    assert sched.free_at == pytest.approx(1.0 + 20e-6) and sched.lateness.count == 2
+
+
+def test_start_now_is_enqueue_then_dequeue_on_an_idle_port():
+    """Random arrivals on strict and DWRR queues, some paused: a scheduler that starts
+    frames at once when it may, and one that queues every frame and dequeues it right
+    away in the same cases, send the same frames at the same times with the same
+    lateness; and the first one's later choices (DWRR pointer and deficits) agree."""
+    rng = random.Random(7)
+    pauses: dict[int, float] = {}
+    queues = {7: STRICT, 6: STRICT, 3: dwrr(3), 4: dwrr(1), 0: dwrr(2)}
+    cut = port(queues, rate=1e9, gate=lambda q: pauses.get(q, 0.0))
+    plain = port(queues, rate=1e9, gate=lambda q: pauses.get(q, 0.0))
+    sent: dict[str, list] = {"cut": [], "plain": []}
+    cuts, now = 0, 0.0
+
+    def release(sched: PortScheduler, log: list, until: float) -> None:
+        while (at := sched.next_send_time()) is not None and at <= until:
+            got = sched.dequeue(at)
+            assert got is not None
+            log.append((at, got[2], got[0]))
+
+    for i in range(3000):
+        now += rng.expovariate(1 / 8e-6)  # about one frame time apart: queues come and go
+        if rng.random() < 0.03:
+            pauses[rng.choice(list(queues))] = now + rng.uniform(0, 60e-6)
+        release(cut, sent["cut"], now)
+        release(plain, sent["plain"], now)
+        q, data = rng.choice(list(queues)), i.to_bytes(4, "big") + bytes(rng.randint(60, 1500))
+        plain.enqueue(q, data, None, now)
+        if cut.start_now(q, len(data), now):
+            cuts += 1
+            sent["cut"].append((now, q, data))
+            got = plain.dequeue(now)
+            assert got is not None and got[0] is data
+            sent["plain"].append((now, q, data))
+        else:
+            cut.enqueue(q, data, None, now)
+    release(cut, sent["cut"], float("inf"))
+    release(plain, sent["plain"], float("inf"))
+    assert sent["cut"] == sent["plain"] and len(sent["cut"]) == 3000
+    assert 300 < cuts < 2700  # both paths were taken often
+    assert cut.lateness.as_dict() == plain.lateness.as_dict()
+
+
 def test_empty_scheduler_has_nothing_to_send():
     sched = port({})
     assert sched.next_send_time() is None
