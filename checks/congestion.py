@@ -1,11 +1,13 @@
 """Congestion scenarios for the checks: an N:1 RoCE incast through a lab, with the evidence
 a verdict rests on (counters before and after, a time series from every switch, a capture of
-PFC frames, the endpoints' statistics, plots) and the emulation's fidelity.
+PFC frames, the endpoints' statistics, plots) and the emulation's fidelity; ``observe``
+gives any other scenario (a PFC storm, a DSCP mismatch) the same evidence.
 
 Nothing here knows a lab's shape. The receiver is the first host (by name) that at least
-two others reach, the senders all that reach it; the congested switch is the receiver's, its bottleneck port the one toward it; the
-RoCE class (DSCP, priority) comes from the receiver's NIC settings and the PG and queue it
-lands in from the congested switch's own maps. Variants of a lab (``pfc_enable`` removed,
+two others reach, the senders all that reach it; the congested switch is the receiver's,
+its bottleneck port the one toward it; the RoCE class (DSCP, priority) comes from the
+receiver's NIC settings and the PG and queue it lands in from the congested switch's own
+maps. Variants of a lab (``pfc_enable`` removed,
 headroom shrunk) are copies of its topology folder with edited ``config_db.json`` files,
 brought up under another name next to it and always taken down again.
 """
@@ -36,6 +38,7 @@ from traffic.packets import PFC_DST
 TRACE_INTERVAL_MS = 2.0
 OVERLOAD = 1.5
 PFC_DST_BYTES = bytes.fromhex(PFC_DST.replace(":", ""))
+PFC_ONLY = afpacket.dst_mac_filter(PFC_DST_BYTES)
 
 
 @dataclass(frozen=True)
@@ -182,45 +185,68 @@ class Run:
                 "pfc_frames_captured": self.pfc_frames, "fidelity": self.fidelity}
 
 
-def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
-               qps: int, nic: patterns.NicOverrides | None = None, timeout_s: float = 90.0,
-               dscp: int | None = None) -> Run:
-    """Run the incast with every switch tracing, PFC captured on the congested switch's
-    first upstream wire, and evidence written to ``folder/name``."""
-    out = folder / name
+@dataclass
+class Observation:
+    """What the switches showed during one scenario: counters before and after, a time
+    series from each, the PFC frames captured on chosen wires, and the fidelity verdict."""
+
+    folder: Path
+    before: dict[str, dict]
+    traces: dict[str, Path]
+    after: dict[str, dict] = field(default_factory=dict)
+    pfc_frames: int = 0
+    fidelity: dict = field(default_factory=dict)
+
+
+@contextmanager
+def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Observation]:
+    """Observe the block: every switch's fidelity figures cleared (the scenario is judged
+    by its own), counters read, traces running, PFC captured on ``wires`` (filtered in the
+    kernel: reading a busy wire in Python would cost the agents their fidelity)."""
     out.mkdir(parents=True, exist_ok=True)
-    if dscp is not None:
-        every = (nic or {}).get("*", {})
-        nic = {**(nic or {}), "*": {**every, "roce": {**every.get("roce", {}), "dscp": dscp}}}
     switches = [s.name for s in lab.topology.switches]
-    traces = {s: out / f"trace-{s}.jsonl" for s in switches}
-    for s in switches:  # the run is judged by its own fidelity, not by earlier runs'
-        lab.agent(s).clear_fidelity()
-    before = {s: lab.agent(s).counters() for s in switches}
     for s in switches:
-        lab.agent(s).trace_start(traces[s], interval_ms=TRACE_INTERVAL_MS)
-    try:  # PFC leaves the congested switch on whichever upstream PG reached XOFF
-        with Capture(lab, where=[(incast.switch, i) for i, _, _ in incast.upstream],
-                     pcap_dir=out / "pcap",
-                     match=lambda f: f[:6] == PFC_DST_BYTES,
-                     bpf=afpacket.dst_mac_filter(PFC_DST_BYTES)) as capture:
-            result = patterns.run(lab, patterns.incast(incast.receiver, list(incast.senders),
-                                                       size, count, qps),
-                                  pattern="incast", timeout_s=timeout_s, nic=nic)
+        lab.agent(s).clear_fidelity()
+    seen = Observation(out, {s: lab.agent(s).counters() for s in switches},
+                       {s: out / f"trace-{s}.jsonl" for s in switches})
+    for s in switches:
+        lab.agent(s).trace_start(seen.traces[s], interval_ms=TRACE_INTERVAL_MS)
+    try:
+        with Capture(lab, where=wires, pcap_dir=out / "pcap", bpf=PFC_ONLY,
+                     match=lambda f: f[:6] == PFC_DST_BYTES) as capture:
+            yield seen
             capture.wait_quiet(0.1, 1.0)
-            pfc_frames = len(capture.frames())
+            seen.pfc_frames = len(capture.frames())
     finally:
         for s in switches:
             lab.agent(s).trace_stop()
-    after = {s: lab.agent(s).counters() for s in switches}
-    problems = [f"{s}: {p}" for s in switches for p in fidelity(after[s])["problems"]]
-    problems += [f"{host}: {report['kernel_rx_drops']} frames dropped in the kernel under "
-                 f"its endpoint" for host, report in result["hosts"].items()
-                 if report["kernel_rx_drops"]]
-    run = Run(name, out, result, before, after, traces, pfc_frames,
-              {"ok": not problems, "problems": problems, "time_scale": result["time_scale"]})
+    seen.after = {s: lab.agent(s).counters() for s in switches}
+    problems = [f"{s}: {p}" for s in switches for p in fidelity(seen.after[s])["problems"]]
+    seen.fidelity = {"ok": not problems, "problems": problems,
+                     "time_scale": max((n.time_scale for n in lab.topology.switches),
+                                       default=None)}
+    (out / "counters.json").write_text(json.dumps({"before": seen.before,
+                                                   "after": seen.after}) + "\n")
+
+
+def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
+               qps: int, nic: patterns.NicOverrides | None = None, timeout_s: float = 90.0,
+               dscp: int | None = None) -> Run:
+    """Run the incast observed (PFC captured on every upstream wire of the congested
+    switch: it leaves on whichever ingress PG reached XOFF), evidence in ``folder/name``."""
+    out = folder / name
+    if dscp is not None:
+        every = (nic or {}).get("*", {})
+        nic = {**(nic or {}), "*": {**every, "roce": {**every.get("roce", {}), "dscp": dscp}}}
+    flows = patterns.incast(incast.receiver, list(incast.senders), size, count, qps)
+    with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream]) as seen:
+        result = patterns.run(lab, flows, pattern="incast", timeout_s=timeout_s, nic=nic)
+    problems = seen.fidelity["problems"] + [
+        f"{host}: {report['kernel_rx_drops']} frames dropped in the kernel under its endpoint"
+        for host, report in result["hosts"].items() if report["kernel_rx_drops"]]
+    run = Run(name, out, result, seen.before, seen.after, seen.traces, seen.pfc_frames,
+              {**seen.fidelity, "ok": not problems, "problems": problems})
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
-    (out / "counters.json").write_text(json.dumps({"before": before, "after": after}) + "\n")
     (out / "summary.json").write_text(json.dumps(run.summary(), indent=1) + "\n")
     return run
 

@@ -22,8 +22,9 @@ import threading
 import pytest
 
 from checks import congestion as cg
+from checks import plots
 from checks.report import record_evidence, record_fidelity, record_plot
-from fabric.config import port_name
+from fabric.config import iface_name, port_name
 from fabric.qos import bound, pg_of_tc, port_setting, tc_of_dscp
 from labs.runtimes.netns import PROJECT_ROOT
 from traffic import patterns
@@ -65,7 +66,7 @@ def message(lab, incast: cg.Incast) -> int:
     return incast.message_size(QPS, MESSAGES, mtu)
 
 
-def keep(request, run: cg.Run, incast: cg.Incast, draw: bool = True) -> None:
+def keep(request, run: cg.Run, incast: cg.Incast) -> None:
     """Attach a run's evidence, plots and fidelity to the check."""
     record_fidelity(request, run.fidelity)
     for name in ("summary.json", "flows.json", "counters.json"):
@@ -74,9 +75,8 @@ def keep(request, run: cg.Run, incast: cg.Incast, draw: bool = True) -> None:
         record_evidence(request, trace)
     for pcap in sorted((run.folder / "pcap").glob("*.pcapng")):
         record_evidence(request, pcap)
-    if draw:
-        for png in cg.draw(run, incast):
-            record_plot(request, png)
+    for png in cg.draw(run, incast):
+        record_plot(request, png)
 
 
 def test_lossless_incast(request, incast, lossless_run):
@@ -181,10 +181,11 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
     if wd is None:
         pytest.skip(f"{incast.switch} {port} has no PFC_WD entry")
     poll = switch.config.qos.pfc_wd_poll_interval_ms / 1000
-    before = lab.agent(incast.switch).counters()["ports"][port]["watchdog"][str(incast.queue)]
     flows = [patterns.FlowSpec(source, stormer, 1 << 21, 4)]  # ~2 s at line rate
     flowing = threading.Event()
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    wire = (incast.switch, iface_name(port))  # the storm, captured as the switch gets it
+    with cg.observe(lab, evidence.dir, [wire]) as seen, \
+            concurrent.futures.ThreadPoolExecutor(2) as pool:
         roce = pool.submit(patterns.run, lab, flows, pattern="storm", timeout_s=60,
                            nic=DCQCN_OFF, progress=lambda done, _: done and flowing.set())
         if not flowing.wait(START_S):  # the queue must hold RoCE when the storm begins
@@ -197,10 +198,16 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
         pings = [lab.ping(source, stormer, addr, count=3) for _ in range(2)]
         storm = json.loads(storm_proc.result().stdout)
         result = roce.result()
-    after = lab.agent(incast.switch).counters()["ports"][port]["watchdog"][str(incast.queue)]
-    events = after["events"][len(before["events"]):]
+    record_fidelity(request, seen.fidelity)
+    record_plot(request, plots.pause_timeline(list(seen.traces.values()),
+                                              evidence.path("pauses.png")))
+    watchdog = [c["ports"][port]["watchdog"][str(incast.queue)]["events"]
+                for c in (seen.before[incast.switch], seen.after[incast.switch])]
+    events = watchdog[1][len(watchdog[0]):]
     evidence.json("storm", {"storm": storm, "events": events, "pings": [p.ok for p in pings],
-                            "flow": result["flows"][0]})
+                            "flow": result["flows"][0], "pfc_captured": seen.pfc_frames})
+    assert seen.pfc_frames >= storm["frames"], (
+        f"{storm['frames']} PFC frames sent, {seen.pfc_frames} captured on {wire[0]}:{wire[1]}")
     detected = [e for e in events if e["kind"] == "storm"]
     restored = [e for e in events if e["kind"] == "restore"]
     assert detected, f"{incast.switch} {port} queue {incast.queue}: storm never detected"
@@ -268,12 +275,11 @@ def test_dscp_mismatch(request, lab, incast, evidence, mismarked):
     lossy class (the negative control) is reported by host, DSCP and switch table."""
     culprit = incast.senders[0]
     overrides = {culprit: {"roce": {"dscp": LOSSY_DSCP}}} if mismarked else {}
-    switches = [s.name for s in lab.topology.switches]
     flows = ring(lab)
-    before = {s: lab.agent(s).counters() for s in switches}
-    result = patterns.run(lab, flows, pattern="dscp", timeout_s=60, nic=overrides)
-    after = {s: lab.agent(s).counters() for s in switches}
-    findings = misclassified(lab, overrides, result, before, after)
+    with cg.observe(lab, evidence.dir, []) as seen:
+        result = patterns.run(lab, flows, pattern="dscp", timeout_s=60, nic=overrides)
+    record_fidelity(request, seen.fidelity)
+    findings = misclassified(lab, overrides, result, seen.before, seen.after)
     evidence.json("findings", {"overrides": overrides, "findings": findings,
                                "flows": [f["name"] for f in result["flows"]]})
     if mismarked:
