@@ -37,7 +37,7 @@ class EgressPort:
     """The queues of one port and what acts on them."""
 
     __slots__ = ("name", "rate_bps", "pause", "scheduler", "wred", "watchdogs", "_prios",
-                 "ecn_marked", "dropped", "depth_peak", "rand")
+                 "_watchdog_of", "_queues", "ecn_marked", "dropped", "depth_peak", "rand")
 
     def __init__(self, qos: Qos, port: Port, time_scale: float | None,
                  rand: Callable[[], float]) -> None:
@@ -61,6 +61,9 @@ class EgressPort:
                     if priority in prios and queue not in self.watchdogs:
                         self.watchdogs[queue] = QueueWatchdog(port.name, queue, settings,
                                                               qos.pfc_wd_poll_interval_ms)
+        # what ``admit`` reads per frame, indexed by queue rather than looked up or called
+        self._watchdog_of = [self.watchdogs.get(q) for q in range(NUM_QUEUES)]
+        self._queues = self.scheduler.queues
         self.ecn_marked = [0] * NUM_QUEUES
         self.dropped: dict[str, list[int]] = {}  # reason -> per queue
         self.depth_peak = [0] * NUM_QUEUES
@@ -77,13 +80,13 @@ class EgressPort:
     def admit(self, queue: int, frame: bytes) -> bytes | None:
         """The frame as it enters ``queue`` (CE-marked if WRED selected an ECT frame), or
         None when it is dropped (WRED on a Not-ECT frame, or the queue's watchdog drops)."""
-        watchdog = self.watchdogs.get(queue)
+        watchdog = self._watchdog_of[queue]
         if watchdog is not None and watchdog.drops:
             self.count_drop(PFC_WD_DROP, queue)
             return None
         wred = self.wred[queue]
         if wred is not None:
-            depth = self.scheduler.depth_bytes(queue)
+            depth = self._queues[queue].depth
             if depth >= wred.min_bytes:
                 verdict = wred.mark_or_drop(depth, ecn_field(frame) != NOT_ECT, self.rand())
                 if verdict is MARK:

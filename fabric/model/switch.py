@@ -91,6 +91,7 @@ class Switch:
         ``rand``: WRED's uniform draw in [0, 1), injectable for exact tests."""
         self.hostname = config.hostname
         self.time_scale = time_scale
+        self._paced = time_scale is not None
         self.router_mac = mac_bytes(config.mac)
         self._ports: dict[str, PortState] = {
             name: PortState(name, port.admin_up, port.mtu,
@@ -491,18 +492,22 @@ class Switch:
         mine, pending, charge = None, 0, None
         if received is not None:
             buffer, nbytes, mine = received
-            for entry in out:
-                if entry[2] is mine:
-                    pending += 1
+            if len(out) == 1:  # the usual: one copy (routed, unicast), no loop
+                pending = 1 if out[0][2] is mine else 0
+            else:
+                for entry in out:
+                    if entry[2] is mine:
+                        pending += 1
             if not pending:
                 self._free(buffer, nbytes, now)
+        paced = self._paced
         for port, frame, cls in out:
             queue = CPU_QUEUE if cls is CPU_CLASS else port.queue_of[cls[0]]
             egress = port.egress
             admitted = egress.admit(queue, frame)
             if admitted is not None:
                 # cut through when unpaced (nothing ever waits) or when the port is idle
-                if self.time_scale is not None and not egress.cut_through(queue, admitted, now):
+                if paced and not egress.cut_through(queue, admitted, now):
                     if cls is mine and charge is None:
                         charge = Charge(buffer, nbytes, pending)
                     egress.scheduler.enqueue(queue, admitted, charge if cls is mine else None,
@@ -532,7 +537,10 @@ class Switch:
     def _free(self, buffer: PgBuffer, nbytes: int, now: float) -> None:
         """A received frame's last copy is gone: its bytes leave its PG, and PGs that fall
         back to XON resume their upstream (PFC quanta 0)."""
-        for resumed in self._buffers.free(buffer, nbytes, now):
+        buffer.release(nbytes)
+        if not buffer.pool.in_xoff:  # no PG of the pool to resume: the per-frame case
+            return
+        for resumed in self._buffers.resume(buffer.pool, now):
             port = self._ports[resumed.port]
             self._send_pfc(port, port.pfc[resumed.pg].set_xon(now))
 
