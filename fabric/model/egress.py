@@ -112,10 +112,11 @@ class EgressPort:
     def cut_through(self, queue: int, frame: bytes, now: float) -> bool:
         """Send ``frame`` at once if the port is idle (``PortScheduler.start_now``); the
         watermark then sees it as a frame that entered the empty queue and left."""
-        if not self.scheduler.start_now(queue, len(frame), now):
+        size = len(frame)
+        if not self.scheduler.start_now(queue, size, now):
             return False
-        if len(frame) > self.depth_peak[queue]:
-            self.depth_peak[queue] = len(frame)
+        if size > self.depth_peak[queue]:
+            self.depth_peak[queue] = size
         return True
 
     def poll(self, now: float, tx_packets: list[int]) -> list[WatchdogEvent]:
