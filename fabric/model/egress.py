@@ -2,9 +2,10 @@
 WRED/ECN per queue and the PFC watchdog of its lossless queues, built from the config.
 
 The switch drives it: ``admit`` (WRED, watchdog drop) when a frame is forwarded to the port,
-then ``cut_through`` if the port is idle or else ``PortScheduler.enqueue``;
+then ``PortScheduler.start_now`` if the port is idle or else ``PortScheduler.enqueue``;
 ``PortScheduler.dequeue`` when the wire is free, ``poll`` on tick for the watchdog. Per-queue
-counters live here: ECN marks, WRED and watchdog drops, the depth watermark.
+counters live here: ECN marks, WRED and watchdog drops (the depth watermark is the
+scheduler's).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ class EgressPort:
     """The queues of one port and what acts on them."""
 
     __slots__ = ("name", "rate_bps", "pause", "scheduler", "wred", "watchdogs", "_prios",
-                 "_watchdog_of", "_queues", "ecn_marked", "dropped", "depth_peak", "rand")
+                 "_watchdog_of", "_queues", "ecn_marked", "dropped", "rand")
 
     def __init__(self, qos: Qos, port: Port, time_scale: float | None,
                  rand: Callable[[], float]) -> None:
@@ -66,7 +67,6 @@ class EgressPort:
         self._queues = self.scheduler.queues
         self.ecn_marked = [0] * NUM_QUEUES
         self.dropped: dict[str, list[int]] = {}  # reason -> per queue
-        self.depth_peak = [0] * NUM_QUEUES
         self.rand = rand
 
     def gate(self, queue: int) -> float:
@@ -104,21 +104,6 @@ class EgressPort:
     def drop_totals(self) -> dict[str, int]:
         return {reason: sum(per_queue) for reason, per_queue in sorted(self.dropped.items())}
 
-    def watermark(self, queue: int) -> None:
-        depth = self.scheduler.depth_bytes(queue)
-        if depth > self.depth_peak[queue]:
-            self.depth_peak[queue] = depth
-
-    def cut_through(self, queue: int, frame: bytes, now: float) -> bool:
-        """Send ``frame`` at once if the port is idle (``PortScheduler.start_now``); the
-        watermark then sees it as a frame that entered the empty queue and left."""
-        size = len(frame)
-        if not self.scheduler.start_now(queue, size, now):
-            return False
-        if size > self.depth_peak[queue]:
-            self.depth_peak[queue] = size
-        return True
-
     def poll(self, now: float, tx_packets: list[int]) -> list[WatchdogEvent]:
         """Run the watchdogs that are due; a storm stops (drop, forward) or a restoration
         resumes honouring PFC on the queue's priorities."""
@@ -142,7 +127,7 @@ class EgressPort:
             "paused_s": [pause.paused_seconds(p, now) for p in range(NUM_PRIORITIES)],
             "queues": {str(q): {"depth_bytes": self.scheduler.depth_bytes(q),
                                 "depth_packets": self.scheduler.depth_packets(q),
-                                "watermark_bytes": self.depth_peak[q],
+                                "watermark_bytes": self.scheduler.depth_peak[q],
                                 "ecn_marked": self.ecn_marked[q],
                                 "dropped": {r: n[q] for r, n in self.dropped.items()}}
                        for q in range(NUM_QUEUES)},

@@ -145,6 +145,9 @@ class PortScheduler:
         self.packets = 0  # frames queued, all queues: is the port backlogged?
         self.free_at = 0.0  # when the wire finishes the last frame released
         self.lateness = Lateness()
+        # per queue, the deepest it has been (bytes): kept here, where the depth changes,
+        # so that neither path of a frame needs another call for it
+        self.depth_peak = [0] * len(queues)
         self._gate = gate
         weights = [d.weight for d in queues if not d.strict]
         unit = math.ceil(max_frame_bytes / min(weights)) if weights else 0
@@ -169,6 +172,8 @@ class PortScheduler:
         q = self.queues[queue]
         q.entries.append((frame, meta, now))
         q.depth += len(frame)
+        if q.depth > self.depth_peak[queue]:
+            self.depth_peak[queue] = q.depth
         self.packets += 1
 
     def start_now(self, queue: int, size: int, now: float) -> bool:
@@ -176,7 +181,8 @@ class PortScheduler:
         it, when ``enqueue`` then ``dequeue(now)`` would have released it at once: no frame
         queued on the port, the wire free and the queue's gate open. It then holds the wire,
         counts in ``lateness`` (0) and leaves the DWRR state as that dequeue would (the queue
-        emptied: no deficit, the pointer past it). False, and nothing changed, otherwise.
+        emptied: no deficit, the pointer past it), and the watermark sees it as a frame that
+        entered the empty queue and left. False, and nothing changed, otherwise.
 
         This is the per-packet path of a port that keeps up, so it skips the queue's deque.
         """
@@ -187,6 +193,8 @@ class PortScheduler:
         lateness.count += 1
         lateness.buckets[0] += 1
         self.free_at = now + size * 8 / self.rate_bps
+        if size > self.depth_peak[queue]:
+            self.depth_peak[queue] = size
         q = self.queues[queue]
         if not q.strict:
             q.deficit = 0

@@ -486,7 +486,7 @@ class Switch:
         ``received``) hold its ingress buffer bytes until the last one leaves; with no copy
         left (held for ARP, consumed, flooded nowhere) the bytes are freed at once. Frames
         released from elsewhere (ARP resolved, originated) hold nothing. A frame to an idle
-        port cuts through (``EgressPort.cut_through``), into ``_control``; unpaced, all do.
+        port cuts through (``PortScheduler.start_now``), into ``_control``; unpaced, all do.
         Copies are counted in ``pending`` until one has to wait in a queue: only then is
         a ``Charge`` made, which the queued copies share."""
         mine, pending, charge = None, 0, None
@@ -506,18 +506,18 @@ class Switch:
             egress = port.egress
             admitted = egress.admit(queue, frame)
             if admitted is not None:
+                size = len(admitted)
                 # cut through when unpaced (nothing ever waits) or when the port is idle
-                if paced and not egress.cut_through(queue, admitted, now):
+                if paced and not egress.scheduler.start_now(queue, size, now):
                     if cls is mine and charge is None:
                         charge = Charge(buffer, nbytes, pending)
                     egress.scheduler.enqueue(queue, admitted, charge if cls is mine else None,
                                              now)
-                    egress.watermark(queue)
                     self._backlogged[port.name] = port
                     continue
                 counters = port.counters
                 counters.queue_tx_packets[queue] += 1
-                counters.queue_tx_bytes[queue] += len(admitted)
+                counters.queue_tx_bytes[queue] += size
                 self._control.append((port.name, admitted))
             if cls is mine:  # this copy left the switch, sent or dropped
                 if charge is not None:
