@@ -123,6 +123,7 @@ class Agent:
                  name: str) -> None:
         self.switch = switch
         self.ports = ports
+        self.fds = {name: port.fd for name, port in ports.items()}  # drain's per-frame map
         self.control_path = control_path
         self.name = name
         self.trace: Trace | None = None
@@ -174,15 +175,14 @@ class Agent:
     def drain(self, port: Port) -> None:
         """Up to BATCH frames of ``port`` through the model, each sent on as the model says.
         This is the per-frame path: one ring call a batch, locals, the sends inlined."""
-        name, ports, write = port.name, self.ports, os.write
+        name, fds, write = port.name, self.fds, os.write
         receive, monotonic = self.switch.receive, time.monotonic
         for frame in port.ring.take(BATCH):
             for dest, data in receive(name, frame, monotonic()):  # ``transmit``, inlined
-                egress = ports[dest]
                 try:
-                    write(egress.fd, data)
+                    write(fds[dest], data)
                 except OSError as e:
-                    egress.send_failed(e)
+                    self.ports[dest].send_failed(e)
 
     def pump(self, now: float) -> None:
         """Send every frame whose time has come, then the XONs their departure raised."""

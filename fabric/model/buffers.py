@@ -227,6 +227,9 @@ class PgBuffer:
         """``nbytes`` of this PG's frames left the switch (sent, or dropped at egress):
         headroom first, then shared, then reserved. Whether the PG may resume is
         ``try_xon``'s question."""
+        if not self.headroom_used and not self.shared and nbytes <= self.reserved_used:
+            self.reserved_used -= nbytes  # only reserved bytes held: the per-frame case
+            return
         if nbytes > self.reserved_used + self.shared + self.headroom_used:  # self.used
             raise ValueError(f"{self.port} PG {self.pg}: releasing {nbytes} bytes, "
                              f"holding {self.used}")
@@ -413,10 +416,13 @@ class IngressBuffers:
     def free(self, buffer: PgBuffer, nbytes: int, now: float) -> Sequence[PgBuffer]:
         """``release`` for a caller that holds the PG's buffer (the switch, per frame)."""
         buffer.release(nbytes)
-        waiting = buffer.pool.in_xoff
-        if not waiting:
-            return _NONE_RESUMED
-        return [other for other in list(waiting) if other.try_xon(now)]
+        return self.resume(buffer.pool, now) if buffer.pool.in_xoff else _NONE_RESUMED
+
+    @staticmethod
+    def resume(pool: SharedPool, now: float) -> list[PgBuffer]:
+        """The PGs of ``pool`` in XOFF that may resume now that bytes left it (the switch
+        calls this after ``PgBuffer.release`` only when the pool has PGs in XOFF)."""
+        return [other for other in list(pool.in_xoff) if other.try_xon(now)]
 
     def clear_fidelity(self) -> None:
         """Forget the worst XOFF episodes so far: the next run's are its own."""

@@ -2,9 +2,10 @@
 WRED/ECN per queue and the PFC watchdog of its lossless queues, built from the config.
 
 The switch drives it: ``admit`` (WRED, watchdog drop) when a frame is forwarded to the port,
-then ``cut_through`` if the port is idle or else ``PortScheduler.enqueue``;
+then ``PortScheduler.start_now`` if the port is idle or else ``PortScheduler.enqueue``;
 ``PortScheduler.dequeue`` when the wire is free, ``poll`` on tick for the watchdog. Per-queue
-counters live here: ECN marks, WRED and watchdog drops, the depth watermark.
+counters live here: ECN marks, WRED and watchdog drops (the depth watermark is the
+scheduler's).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ class EgressPort:
     """The queues of one port and what acts on them."""
 
     __slots__ = ("name", "rate_bps", "pause", "scheduler", "wred", "watchdogs", "_prios",
-                 "ecn_marked", "dropped", "depth_peak", "rand")
+                 "_watchdog_of", "_queues", "ecn_marked", "dropped", "rand")
 
     def __init__(self, qos: Qos, port: Port, time_scale: float | None,
                  rand: Callable[[], float]) -> None:
@@ -61,9 +62,11 @@ class EgressPort:
                     if priority in prios and queue not in self.watchdogs:
                         self.watchdogs[queue] = QueueWatchdog(port.name, queue, settings,
                                                               qos.pfc_wd_poll_interval_ms)
+        # what ``admit`` reads per frame, indexed by queue rather than looked up or called
+        self._watchdog_of = [self.watchdogs.get(q) for q in range(NUM_QUEUES)]
+        self._queues = self.scheduler.queues
         self.ecn_marked = [0] * NUM_QUEUES
         self.dropped: dict[str, list[int]] = {}  # reason -> per queue
-        self.depth_peak = [0] * NUM_QUEUES
         self.rand = rand
 
     def gate(self, queue: int) -> float:
@@ -77,13 +80,13 @@ class EgressPort:
     def admit(self, queue: int, frame: bytes) -> bytes | None:
         """The frame as it enters ``queue`` (CE-marked if WRED selected an ECT frame), or
         None when it is dropped (WRED on a Not-ECT frame, or the queue's watchdog drops)."""
-        watchdog = self.watchdogs.get(queue)
+        watchdog = self._watchdog_of[queue]
         if watchdog is not None and watchdog.drops:
             self.count_drop(PFC_WD_DROP, queue)
             return None
         wred = self.wred[queue]
         if wred is not None:
-            depth = self.scheduler.depth_bytes(queue)
+            depth = self._queues[queue].depth
             if depth >= wred.min_bytes:
                 verdict = wred.mark_or_drop(depth, ecn_field(frame) != NOT_ECT, self.rand())
                 if verdict is MARK:
@@ -100,20 +103,6 @@ class EgressPort:
 
     def drop_totals(self) -> dict[str, int]:
         return {reason: sum(per_queue) for reason, per_queue in sorted(self.dropped.items())}
-
-    def watermark(self, queue: int) -> None:
-        depth = self.scheduler.depth_bytes(queue)
-        if depth > self.depth_peak[queue]:
-            self.depth_peak[queue] = depth
-
-    def cut_through(self, queue: int, frame: bytes, now: float) -> bool:
-        """Send ``frame`` at once if the port is idle (``PortScheduler.start_now``); the
-        watermark then sees it as a frame that entered the empty queue and left."""
-        if not self.scheduler.start_now(queue, len(frame), now):
-            return False
-        if len(frame) > self.depth_peak[queue]:
-            self.depth_peak[queue] = len(frame)
-        return True
 
     def poll(self, now: float, tx_packets: list[int]) -> list[WatchdogEvent]:
         """Run the watchdogs that are due; a storm stops (drop, forward) or a restoration
@@ -138,7 +127,7 @@ class EgressPort:
             "paused_s": [pause.paused_seconds(p, now) for p in range(NUM_PRIORITIES)],
             "queues": {str(q): {"depth_bytes": self.scheduler.depth_bytes(q),
                                 "depth_packets": self.scheduler.depth_packets(q),
-                                "watermark_bytes": self.depth_peak[q],
+                                "watermark_bytes": self.scheduler.depth_peak[q],
                                 "ecn_marked": self.ecn_marked[q],
                                 "dropped": {r: n[q] for r, n in self.dropped.items()}}
                        for q in range(NUM_QUEUES)},

@@ -374,12 +374,13 @@ class Router:
     def ipv4_in(self, iface: L3Interface, ingress: PortState, frame: bytes, off: int,
                 prio: int, cls: tuple, out: list, now: float) -> str:
         """Route one IPv4 packet (the per-packet hot path: keep it lean)."""
-        if len(frame) < off + 20:
+        size = len(frame)
+        if size < off + 20:
             return MALFORMED
         vihl, tos, total, _, frag, ttl, proto, csum, src, dst = IPV4_HEADER.unpack_from(
             frame, off)
         ihl = (vihl & 0x0F) << 2
-        if vihl >> 4 != 4 or ihl < 20 or total < ihl or off + total > len(frame):
+        if vihl >> 4 != 4 or ihl < 20 or total < ihl or off + total > size:
             return IP_HEADER_ERROR
         if dst in self.local_ips:
             return self._local_in(frame, off, ihl, total, frag, proto, tos, src, dst, out, now)

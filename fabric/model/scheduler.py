@@ -103,11 +103,6 @@ class Lateness:
             bucket = min(int(math.log2(seconds * 1e6) * self.PER_OCTAVE) + 1, self.BUCKETS - 1)
         self.buckets[bucket] += 1
 
-    def record_on_time(self) -> None:
-        """``record(0.0)`` for the per-packet path of a port that keeps up."""
-        self.count += 1
-        self.buckets[0] += 1
-
     def percentile(self, fraction: float) -> float:
         """An upper bound (seconds) on the given fraction of lateness values, e.g. 0.99."""
         needed = math.ceil(fraction * self.count)
@@ -150,12 +145,16 @@ class PortScheduler:
         self.packets = 0  # frames queued, all queues: is the port backlogged?
         self.free_at = 0.0  # when the wire finishes the last frame released
         self.lateness = Lateness()
+        # per queue, the deepest it has been (bytes): kept here, where the depth changes,
+        # so that neither path of a frame needs another call for it
+        self.depth_peak = [0] * len(queues)
         self._gate = gate
         weights = [d.weight for d in queues if not d.strict]
         unit = math.ceil(max_frame_bytes / min(weights)) if weights else 0
-        self._queues = [_Queue(i, d.strict, d.weight * unit) for i, d in enumerate(queues)]
-        self._strict = [q for q in reversed(self._queues) if q.strict]  # highest index first
-        self._weighted = [q for q in self._queues if not q.strict]
+        # public so that EgressPort reads a queue's depth per frame without a call
+        self.queues = [_Queue(i, d.strict, d.weight * unit) for i, d in enumerate(queues)]
+        self._strict = [q for q in reversed(self.queues) if q.strict]  # highest index first
+        self._weighted = [q for q in self.queues if not q.strict]
         self._rr = 0  # the weighted queue being visited
         self._visiting = False  # it already received this visit's quantum
         # per weighted queue, where the pointer goes once that queue has sent its last frame
@@ -170,9 +169,11 @@ class PortScheduler:
                    port.mtu + ETH_HEADER_LEN + VLAN_TAG_LEN, gate)
 
     def enqueue(self, queue: int, frame: bytes, meta: Any, now: float) -> None:
-        q = self._queues[queue]
+        q = self.queues[queue]
         q.entries.append((frame, meta, now))
         q.depth += len(frame)
+        if q.depth > self.depth_peak[queue]:
+            self.depth_peak[queue] = q.depth
         self.packets += 1
 
     def start_now(self, queue: int, size: int, now: float) -> bool:
@@ -180,16 +181,21 @@ class PortScheduler:
         it, when ``enqueue`` then ``dequeue(now)`` would have released it at once: no frame
         queued on the port, the wire free and the queue's gate open. It then holds the wire,
         counts in ``lateness`` (0) and leaves the DWRR state as that dequeue would (the queue
-        emptied: no deficit, the pointer past it). False, and nothing changed, otherwise.
+        emptied: no deficit, the pointer past it), and the watermark sees it as a frame that
+        entered the empty queue and left. False, and nothing changed, otherwise.
 
         This is the per-packet path of a port that keeps up, so it skips the queue's deque.
         """
         if self.packets or now < self.free_at or (
                 self._gate is not None and self._gate(queue) > now):
             return False
-        self.lateness.record_on_time()
+        lateness = self.lateness  # record(0.0), inlined: this frame left on time
+        lateness.count += 1
+        lateness.buckets[0] += 1
         self.free_at = now + size * 8 / self.rate_bps
-        q = self._queues[queue]
+        if size > self.depth_peak[queue]:
+            self.depth_peak[queue] = size
+        q = self.queues[queue]
         if not q.strict:
             q.deficit = 0
             self._rr = self._rr_after[queue]
@@ -197,14 +203,14 @@ class PortScheduler:
         return True
 
     def depth_bytes(self, queue: int) -> int:
-        return self._queues[queue].depth
+        return self.queues[queue].depth
 
     def depth_packets(self, queue: int) -> int:
-        return len(self._queues[queue].entries)
+        return len(self.queues[queue].entries)
 
     def flush(self, queue: int) -> list[tuple[bytes, Any]]:
         """Empty a queue and return what it held (the watchdog's drop action)."""
-        q = self._queues[queue]
+        q = self.queues[queue]
         dropped = [(frame, meta) for frame, meta, _ in q.entries]
         self.packets -= len(dropped)
         q.entries.clear()
@@ -222,7 +228,7 @@ class PortScheduler:
         meanwhile just makes ``dequeue`` at that time return None.
         """
         earliest = None
-        for q in self._queues:
+        for q in self.queues:
             if q.entries:
                 ready = q.entries[0][2]
                 if self._gate is not None:

@@ -91,6 +91,7 @@ class Switch:
         ``rand``: WRED's uniform draw in [0, 1), injectable for exact tests."""
         self.hostname = config.hostname
         self.time_scale = time_scale
+        self._paced = time_scale is not None
         self.router_mac = mac_bytes(config.mac)
         self._ports: dict[str, PortState] = {
             name: PortState(name, port.admin_up, port.mtu,
@@ -485,34 +486,38 @@ class Switch:
         ``received``) hold its ingress buffer bytes until the last one leaves; with no copy
         left (held for ARP, consumed, flooded nowhere) the bytes are freed at once. Frames
         released from elsewhere (ARP resolved, originated) hold nothing. A frame to an idle
-        port cuts through (``EgressPort.cut_through``), into ``_control``; unpaced, all do.
+        port cuts through (``PortScheduler.start_now``), into ``_control``; unpaced, all do.
         Copies are counted in ``pending`` until one has to wait in a queue: only then is
         a ``Charge`` made, which the queued copies share."""
         mine, pending, charge = None, 0, None
         if received is not None:
             buffer, nbytes, mine = received
-            for entry in out:
-                if entry[2] is mine:
-                    pending += 1
+            if len(out) == 1:  # the usual: one copy (routed, unicast), no loop
+                pending = 1 if out[0][2] is mine else 0
+            else:
+                for entry in out:
+                    if entry[2] is mine:
+                        pending += 1
             if not pending:
                 self._free(buffer, nbytes, now)
+        paced = self._paced
         for port, frame, cls in out:
             queue = CPU_QUEUE if cls is CPU_CLASS else port.queue_of[cls[0]]
             egress = port.egress
             admitted = egress.admit(queue, frame)
             if admitted is not None:
+                size = len(admitted)
                 # cut through when unpaced (nothing ever waits) or when the port is idle
-                if self.time_scale is not None and not egress.cut_through(queue, admitted, now):
+                if paced and not egress.scheduler.start_now(queue, size, now):
                     if cls is mine and charge is None:
                         charge = Charge(buffer, nbytes, pending)
                     egress.scheduler.enqueue(queue, admitted, charge if cls is mine else None,
                                              now)
-                    egress.watermark(queue)
                     self._backlogged[port.name] = port
                     continue
                 counters = port.counters
                 counters.queue_tx_packets[queue] += 1
-                counters.queue_tx_bytes[queue] += len(admitted)
+                counters.queue_tx_bytes[queue] += size
                 self._control.append((port.name, admitted))
             if cls is mine:  # this copy left the switch, sent or dropped
                 if charge is not None:
@@ -532,7 +537,10 @@ class Switch:
     def _free(self, buffer: PgBuffer, nbytes: int, now: float) -> None:
         """A received frame's last copy is gone: its bytes leave its PG, and PGs that fall
         back to XON resume their upstream (PFC quanta 0)."""
-        for resumed in self._buffers.free(buffer, nbytes, now):
+        buffer.release(nbytes)
+        if not buffer.pool.in_xoff:  # no PG of the pool to resume: the per-frame case
+            return
+        for resumed in self._buffers.resume(buffer.pool, now):
             port = self._ports[resumed.port]
             self._send_pfc(port, port.pfc[resumed.pg].set_xon(now))
 
