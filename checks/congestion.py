@@ -95,17 +95,24 @@ def incast_of(lab: Lab) -> Incast:
 
 
 @dataclass
-class Run:
-    """One incast and what it left behind."""
+class Observation:
+    """What the switches showed during one scenario: counters before and after, a time
+    series from each, the PFC frames captured on chosen wires, and the fidelity verdict."""
+
+    folder: Path
+    before: dict[str, dict]
+    traces: dict[str, Path]
+    after: dict[str, dict] = field(default_factory=dict)
+    pfc_frames: int = 0
+    fidelity: dict = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Run(Observation):
+    """One incast and what it left behind: what was observed, and the endpoints' results."""
 
     name: str
-    folder: Path
     result: dict
-    before: dict[str, dict]
-    after: dict[str, dict]
-    traces: dict[str, Path]
-    pfc_frames: int  # PFC frames captured on the congested switch's upstream wire
-    fidelity: dict = field(default_factory=dict)
 
     def ports(self, counters: dict[str, dict]) -> Iterator[tuple[str, str, dict]]:
         for node, c in counters.items():
@@ -185,19 +192,6 @@ class Run:
                 "pfc_frames_captured": self.pfc_frames, "fidelity": self.fidelity}
 
 
-@dataclass
-class Observation:
-    """What the switches showed during one scenario: counters before and after, a time
-    series from each, the PFC frames captured on chosen wires, and the fidelity verdict."""
-
-    folder: Path
-    before: dict[str, dict]
-    traces: dict[str, Path]
-    after: dict[str, dict] = field(default_factory=dict)
-    pfc_frames: int = 0
-    fidelity: dict = field(default_factory=dict)
-
-
 @contextmanager
 def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Observation]:
     """Observe the block: every switch's fidelity figures cleared (the scenario is judged
@@ -244,8 +238,8 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
     problems = seen.fidelity["problems"] + [
         f"{host}: {report['kernel_rx_drops']} frames dropped in the kernel under its endpoint"
         for host, report in result["hosts"].items() if report["kernel_rx_drops"]]
-    run = Run(name, out, result, seen.before, seen.after, seen.traces, seen.pfc_frames,
-              {**seen.fidelity, "ok": not problems, "problems": problems})
+    run = Run(**{**vars(seen), "fidelity": {**seen.fidelity, "ok": not problems,
+                                            "problems": problems}}, name=name, result=result)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "summary.json").write_text(json.dumps(run.summary(), indent=1) + "\n")
     return run
@@ -253,9 +247,9 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
 
 def draw(run: Run, incast: Incast) -> list[Path]:
     """The run's plots: the bottleneck's queues and PGs, PFC pauses per link, the flows."""
-    pg = run.after[incast.switch]["ports"][incast.port]["pgs"][str(incast.pg)]
-    thresholds = {f"headroom PG{incast.pg}": pg["headroom"]}
     inputs = [port_name(iface) for iface, _, _ in incast.upstream]
+    pg = run.after[incast.switch]["ports"][inputs[0]]["pgs"][str(incast.pg)]
+    thresholds = {f"headroom PG{incast.pg}": pg["headroom"]}
     return [plots.queue_plot(run.traces[incast.switch], incast.port,
                              run.folder / "queues.png", thresholds, pg_ports=inputs),
             plots.pause_timeline(list(run.traces.values()), run.folder / "pauses.png"),

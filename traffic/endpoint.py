@@ -148,7 +148,6 @@ class Endpoint:
         self.senders = [self._send_flow(f) for f in spec.get("send", [])]
         self.receivers = {f["qpn"]: self._receive_flow(f) for f in spec.get("receive", [])}
         self.by_qpn = {f.qpn: f for f in self.senders}
-        self.by_name = {f.name: f for f in self.receivers.values()}
         self.wire_free = 0.0
         self.held: list[bytes] = []  # ACKs/NAKs waiting out a pause of their priority
         self.kernel_drops = 0
@@ -231,7 +230,8 @@ class Endpoint:
                 wake = min(wake, flow.rc.deadline)
             if flow.rc.can_send():
                 wake = min(wake, max(flow.next_at, self.wire_free, self.pause.until))
-            if flow.rp is not None and (event := flow.rp.next_event(now)) is not None:
+            if flow.rp is not None and not flow.rc.done \
+                    and (event := flow.rp.next_event(now)) is not None:
                 wake = min(wake, event)
         for receiver in self.receivers.values():
             if (due := receiver.rc.next_timer()) is not None:
