@@ -2,6 +2,11 @@
 taken down, and proven to leave nothing behind."""
 from __future__ import annotations
 
+import os
+import stat
+import sys
+from pathlib import Path
+
 import pytest
 
 from labs import lab as labs
@@ -17,3 +22,25 @@ def lab(tmp_path_factory):
     finally:
         lab.down()
     assert traces(lab.name) == NOTHING
+
+
+BARE = """#!/bin/sh
+# A fresh machine's python3: no site-packages, none of the project's packages.
+exec {base} -I -S "$@"
+"""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def bare_python3_on_path(tmp_path_factory):
+    """Put a bare ``python3`` first on PATH, so a namespace command that names it instead of
+    ``sys.executable`` fails here as it would on a fresh machine."""
+    folder = tmp_path_factory.mktemp("bare-python")
+    base = Path(sys._base_executable).resolve()
+    for name in ("python3", "python"):
+        wrapper = folder / name
+        wrapper.write_text(BARE.format(base=base))
+        wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    old = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{folder}{os.pathsep}{old}"
+    yield folder
+    os.environ["PATH"] = old

@@ -10,6 +10,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 
 import pytest
 from pyroute2 import netns
@@ -72,7 +73,7 @@ def test_ecmp_spreads_flows_over_both_spines(lab):
               "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
               "    s.bind(('10.1.1.11', sport)); s.sendto(b'x' * 64, ('10.1.2.13', 4791))\n"
               "    s.close()\n")
-    assert lab.exec("h1", ["python3", "-c", script], timeout=20).returncode == 0
+    assert lab.exec("h1", [sys.executable, "-c", script], timeout=20).returncode == 0
     after = lab.agent("leaf1").counters()["ports"]
     sent = {p: after[p]["tx_packets"] - before[p]["tx_packets"] for p in ("Ethernet0", "Ethernet4")}
     assert sum(sent.values()) >= 64
@@ -101,11 +102,11 @@ print(s.recv(64).decode())
 def test_tcp_crosses_the_fabric(lab):
     """4 MiB over real TCP (the kernels' stacks at both ends) through three routers."""
     sink = subprocess.Popen(["ip", "netns", "exec", lab.state.namespaces["h4"],
-                             "python3", "-c", TCP_SINK], stdout=subprocess.PIPE, text=True)
+                             sys.executable, "-c", TCP_SINK], stdout=subprocess.PIPE, text=True)
     try:
         assert select.select([sink.stdout], [], [], 10)[0], "TCP sink did not start"
         assert sink.stdout.readline().strip() == "listening"
-        proc = lab.exec("h1", ["python3", "-c", TCP_SOURCE], timeout=60)
+        proc = lab.exec("h1", [sys.executable, "-c", TCP_SOURCE], timeout=60)
         assert proc.returncode == 0, proc.stderr[-500:]
         assert int(proc.stdout) == 4 << 20  # every byte, counted by the receiver
     finally:
@@ -133,7 +134,7 @@ def test_router_refuses_non_ip_frames_addressed_to_it(lab):
               "s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n"
               f"s.bind(('eth1', 0)); s.send({frame})\n")
     before = lab.agent("leaf1").counters()["drops"].get("non_ip_to_router", 0)
-    assert lab.exec("h1", ["python3", "-c", script], timeout=10).returncode == 0
+    assert lab.exec("h1", [sys.executable, "-c", script], timeout=10).returncode == 0
     wait_for(lambda: lab.agent("leaf1").counters()["drops"].get("non_ip_to_router", 0) > before)
 
 

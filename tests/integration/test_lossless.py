@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ def incast(lab, count: int) -> tuple[dict[str, dict], Capture]:
     """Blast from every sender at once; returns their reports and the capture."""
     for host in SENDERS:  # the switches resolve h1 before the burst, not during it
         assert lab.ping(host, "h1", H1_IP, count=1).ok
-    argv = ["python3", "-m", "traffic.blast", "--dst-ip", H1_IP, "--count", str(count),
+    argv = [sys.executable, "-m", "traffic.blast", "--dst-ip", H1_IP, "--count", str(count),
             "--size", str(FRAME), "--time-scale", str(DEFAULT_TIME_SCALE)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     where = [("h1", "eth1")] + [("leaf1", iface) for iface in LEAF1_UPSTREAM]
