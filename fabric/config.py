@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
+import reprlib
 import string
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +23,10 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import core_schema
 
 TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
+
+# config_db numbers are 64-bit at most (20 digits); Python refuses int() past 4300 digits
+MAX_INT_DIGITS = 30
+MAX_KEY_SHOWN = 80  # a key longer than this is cut in messages, which stay one short line
 
 
 class ConfigError(ValueError):
@@ -208,11 +214,68 @@ def load(path: str | os.PathLike[str]) -> SwitchConfig:
         raise ConfigError(f"{name}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{name}: invalid JSON: not UTF-8 text") from None
+    return parse(_decode(text, name), name)
+
+
+class _BadNumber:
+    """A JSON number no config_db field can hold, left in place while decoding so that the
+    error can name the table, key and field it sits in (json's hooks know no position)."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+
+def _decode(text: str, name: str) -> Any:
+    """json.loads, refusing what it would accept or crash on: NaN and infinities (json takes
+    them by default), integers of thousands of digits (int() raises a bare ValueError past
+    4300) and nesting deeper than Python's stack (RecursionError)."""
+    bad: list[_BadNumber] = []
+
+    def refuse(problem: str) -> _BadNumber:
+        bad.append(_BadNumber(problem))
+        return bad[-1]
+
+    def integer(text: str) -> int | _BadNumber:
+        digits = len(text.removeprefix("-"))
+        if digits > MAX_INT_DIGITS:
+            return refuse(f"an integer of {digits} digits is out of range")
+        return int(text)
+
+    def real(text: str) -> float | _BadNumber:
+        value = float(text)
+        return value if math.isfinite(value) else refuse(f"{brief(text)} is out of range")
+
+    def constant(word: str) -> _BadNumber:
+        return refuse(f"{word} is not a number (config_db.json has no NaN or infinities)")
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
     except json.JSONDecodeError as e:
         raise ConfigError(f"{name}: invalid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
-    return parse(data, name)
+    except RecursionError:
+        raise ConfigError(f"{name}: invalid JSON: nested too deeply to parse") from None
+    if bad:
+        path = _path_to(data, bad[0])
+        where = "|".join(path[:2]) + "".join(f": {step}" for step in path[2:])
+        raise ConfigError(_one_line(f"{name}: {where or '(top level)'}: {bad[0].problem}"),
+                          "|".join(path[:3]))
+    return data
+
+
+def _path_to(data: Any, target: object) -> list[str]:
+    """The keys (and [index]es) leading to *target* in decoded JSON; iterative, since the
+    document may be nested as deep as json allows."""
+    stack: list[tuple[Any, list[str]]] = [(data, [])]
+    while stack:
+        value, path = stack.pop()
+        if value is target:
+            return path
+        if isinstance(value, dict):
+            stack.extend((v, [*path, _shown_key(k)]) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, [*path[:-1], f"{path[-1]}[{i}]"] if path else [*path, f"[{i}]"])
+                         for i, v in enumerate(value))
+    return []
 
 
 def parse(data: dict[str, Any], path: str) -> SwitchConfig:
@@ -228,11 +291,12 @@ def parse(data: dict[str, Any], path: str) -> SwitchConfig:
         for key, fields in entries.items():
             try:
                 if not isinstance(fields, dict):
-                    raise _Invalid(f"entry must be a JSON object, not {fields!r}")
+                    raise _Invalid(f"entry must be a JSON object, not {brief(fields)}")
                 parse_entry(draft, key, fields)
             except _Invalid as invalid:
-                where = "|".join([table, key, *([invalid.field] if invalid.field else [])])
-                raise ConfigError(invalid.message(path, f"{table}|{key}"), where) from None
+                shown = _shown_key(key)
+                where = "|".join([table, shown, *([invalid.field] if invalid.field else [])])
+                raise ConfigError(invalid.message(path, f"{table}|{shown}"), where) from None
     return draft.finish(path)
 
 
@@ -250,15 +314,45 @@ def _reject_unknown_tables(data: dict[str, Any], path: str) -> None:
     known = [*_TABLES, *_IGNORED_TABLES]
     for table in data:
         if table not in known:
-            close = difflib.get_close_matches(table, known, n=1)
+            close = difflib.get_close_matches(table[:MAX_KEY_SHOWN], known, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
             raise ConfigError(_one_line(
-                f"{path}: {table}: unknown table ({hint}rocelab reads the tables listed in docs/lab-guide.md)"))
+                f"{path}: {_shown_key(table)}: unknown table ({hint}rocelab reads the tables listed in docs/lab-guide.md)"))
 
 
 def _one_line(message: str) -> str:
     """Keys come from the file; a stray newline in one must not split the message."""
     return message.replace("\n", "\\n")
+
+
+def _shown_key(key: str) -> str:
+    """A key from the file as messages show it: whole unless it is absurdly long."""
+    if len(key) <= MAX_KEY_SHOWN:
+        return key
+    return f"{key[:MAX_KEY_SHOWN // 2]}...({len(key)} characters)"
+
+
+class _BriefRepr(reprlib.Repr):
+    """repr() bounded in length and depth, and safe for integers repr() itself refuses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxstring, self.maxother = 3, 60, 60
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 6
+
+    def repr_int(self, value: int, level: int) -> str:
+        if value.bit_length() > 4 * MAX_INT_DIGITS:
+            return f"<an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits>"
+        return super().repr_int(value, level)
+
+
+_BRIEF = _BriefRepr()
+
+
+def brief(value: object) -> str:
+    """repr() for error messages, which quote what the user wrote: bounded, because that may
+    be a megabyte of text or (through YAML aliases) a billion list elements."""
+    return _BRIEF.repr(value)
 
 
 class _Invalid(ValueError):
@@ -294,8 +388,11 @@ def _integer(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str) and value.isascii() and value.removeprefix("-").isdigit():
+        digits = len(value.removeprefix("-"))
+        if digits > MAX_INT_DIGITS:
+            raise _Invalid(f"an integer of {digits} digits is out of range")
         return int(value)
-    raise _Invalid(f"{value!r} is not an integer")
+    raise _Invalid(f"{brief(value)} is not an integer")
 
 
 @dataclass(frozen=True)
@@ -326,14 +423,14 @@ def _flag(value: object) -> bool:
         return value
     if value in ("true", "false"):
         return value == "true"
-    raise _Invalid(f'must be "true" or "false" (got {value!r})')
+    raise _Invalid(f'must be "true" or "false" (got {brief(value)})')
 
 
 def _mac(value: str) -> str:
     """Every router interface sends from the system MAC, so it must be a unicast address."""
     octets = value.split(":")
     if len(octets) != 6 or not all(len(o) == 2 and set(o) <= set(string.hexdigits) for o in octets):
-        raise _Invalid(f"{value!r} is not a MAC address like 02:52:4c:00:01:01")
+        raise _Invalid(f"{brief(value)} is not a MAC address like 02:52:4c:00:01:01")
     if int(octets[0], 16) & 1:
         raise _Invalid(f"{value} is a multicast address; the system MAC must be unicast")
     return value.lower()
@@ -342,7 +439,7 @@ def _mac(value: str) -> str:
 def _comma_list(value: object) -> list[str]:
     """SONiC's list-in-a-string form: "10.0.0.0,10.0.0.2"; "" is the empty list."""
     if not isinstance(value, str):
-        raise _Invalid(f"must be a comma-separated string (got {value!r})")
+        raise _Invalid(f"must be a comma-separated string (got {brief(value)})")
     return [item.strip() for item in value.split(",")] if value else []
 
 
@@ -358,7 +455,7 @@ def _ipv4_address(text: str) -> IPv4Address:
     try:
         return IPv4Address(text)
     except ValueError:
-        raise _Invalid(f"{text!r} is not an IPv4 address") from None
+        raise _Invalid(f"{brief(text)} is not an IPv4 address") from None
 
 
 def _ipv4_interface(text: str) -> IPv4Interface:
@@ -366,11 +463,11 @@ def _ipv4_interface(text: str) -> IPv4Interface:
     if ":" in text:
         raise _Invalid(_NO_IPV6)
     if "/" not in text:
-        raise _Invalid(f"{text!r} needs a prefix length (a.b.c.d/len)")
+        raise _Invalid(f"{brief(text)} needs a prefix length (a.b.c.d/len)")
     try:
         return IPv4Interface(text)
     except ValueError:
-        raise _Invalid(f"{text!r} is not an IPv4 address with a prefix length") from None
+        raise _Invalid(f"{brief(text)} is not an IPv4 address with a prefix length") from None
 
 
 def _ipv4_network(text: str) -> IPv4Network:
@@ -523,17 +620,18 @@ _M = TypeVar("_M", bound=BaseModel)
 _PYDANTIC_PROBLEMS = {
     "extra_forbidden": "unknown field",
     "missing": "required field is missing",
-    "literal_error": "must be {expected} (got {input!r})",
-    "string_type": "must be a string (got {input!r})",
+    "literal_error": "must be {expected} (got {input})",
+    "string_type": "must be a string (got {input})",
     "string_too_short": "must not be empty",
-    "list_type": "must be a list (got {input!r})",
-    "model_type": "must be a mapping (got {input!r})",
-    "bool_type": "must be true or false (got {input!r})",
-    "int_type": "must be an integer (got {input!r})",
-    "float_type": "must be a number (got {input!r})",
-    "greater_than": "must be greater than {gt} (got {input!r})",
-    "greater_than_equal": "must be at least {ge} (got {input!r})",
-    "less_than_equal": "must be at most {le} (got {input!r})",
+    "list_type": "must be a list (got {input})",
+    "model_type": "must be a mapping (got {input})",
+    "bool_type": "must be true or false (got {input})",
+    "int_type": "must be an integer (got {input})",
+    "float_type": "must be a number (got {input})",
+    "greater_than": "must be greater than {gt} (got {input})",
+    "greater_than_equal": "must be at least {ge} (got {input})",
+    "less_than_equal": "must be at most {le} (got {input})",
+    "finite_number": "must be a finite number (got {input})",
 }
 
 
@@ -549,8 +647,8 @@ def pydantic_problem(error: ValidationError) -> tuple[str, str]:
         problem = str(ctx["error"])
     else:
         template = _PYDANTIC_PROBLEMS.get(first["type"], first["msg"])
-        problem = template.format(input=first.get("input"), **ctx)
-    return ".".join(map(str, first["loc"])), _one_line(problem)
+        problem = template.format(input=brief(first.get("input")), **ctx)
+    return ".".join(_shown_key(str(step)) for step in first["loc"]), _one_line(problem)
 
 
 def _validate(model: type[_M], fields: dict[str, Any]) -> _M:
@@ -621,9 +719,9 @@ class _Draft:
         if value.startswith("[") and value.endswith("]"):
             ref_table, _, name = value[1:-1].partition("|")
             if ref_table != table:
-                raise _Invalid(f"{value!r} must refer to {table}", field_name)
+                raise _Invalid(f"{brief(value)} must refer to {table}", field_name)
         if name not in getattr(self.qos, _QOS_NAMED[table]):
-            raise _Invalid(f"{name!r} is not in {table}", field_name)
+            raise _Invalid(f"{brief(name)} is not in {table}", field_name)
         return name
 
     def refs(self, entry: BaseModel, tables: dict[str, str]) -> dict[str, str]:
@@ -640,7 +738,7 @@ def _is_named(name: str, prefix: str) -> bool:
     number = name.removeprefix(prefix)
     return (
         name.startswith(prefix) and number.isascii() and number.isdigit()
-        and number == str(int(number))
+        and len(number) <= MAX_INT_DIGITS and number == str(int(number))
     )
 
 
@@ -660,7 +758,7 @@ def _port_indices(draft: _Draft, key: str) -> list[tuple[str, int]]:
     low = _Between(0, 7)(first)
     high = _Between(0, 7)(last) if dash else low
     if low > high:
-        raise _Invalid(f"range {indices!r} is backwards ({low} > {high})")
+        raise _Invalid(f"range {brief(indices)} is backwards ({low} > {high})")
     return [(port, index) for index in range(low, high + 1)]
 
 
@@ -748,7 +846,7 @@ def _vlan_interface(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
 def _static_route(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
     vrf, _, prefix_text = key.rpartition("|")
     if vrf not in ("", "default"):
-        raise _Invalid(f"VRF {vrf!r} is not supported (only the default VRF)")
+        raise _Invalid(f"VRF {brief(vrf)} is not supported (only the default VRF)")
     prefix = _ipv4_network(prefix_text)
     if prefix in draft.routes:
         raise _Invalid(f"route {prefix} is already given by another entry")
@@ -839,7 +937,7 @@ def _cable_length(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
             if port in draft.qos.cable_length_m:
                 raise _Invalid("cable length is already set by another CABLE_LENGTH entry")
             if not isinstance(length, str) or not length.endswith("m"):
-                raise _Invalid(f"{length!r} is not a length in metres like '40m'")
+                raise _Invalid(f"{brief(length)} is not a length in metres like '40m'")
             draft.qos.cable_length_m[port] = _Between(0)(length.removesuffix("m"))
 
 
