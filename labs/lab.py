@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from pyroute2 import NetNS, netns
 
 from fabric.client import AgentClient, AgentError
@@ -81,11 +80,7 @@ def lab_name(spec: str) -> str:
     """A lab's name from its name or its topology path, without validating the topology."""
     if topology.NAME_RE.match(spec) and not Path(spec).exists():
         return spec
-    path = topology.resolve(spec)
-    name = (yaml.safe_load(path.read_text()) or {}).get("name")
-    if not isinstance(name, str) or not topology.NAME_RE.match(name):
-        raise LabError(f"{path}: name: not a valid lab name")
-    return name
+    return topology.read_name(spec)
 
 
 def down(spec: str) -> bool:

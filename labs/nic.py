@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from fabric.config import pydantic_problem
+from labs import yamlfile
 from traffic.dcqcn import DcqcnParams
 
 NIC_LABEL = "rocelab.nic"
@@ -50,8 +50,9 @@ Positive = Annotated[float, AfterValidator(_positive)]
 
 
 class _Section(BaseModel):
-    # strict: YAML already has types; "26" or yes for a number or a flag is a typo to report
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # strict: YAML already has types; "26" or yes for a number or a flag is a typo to report.
+    # YAML's .nan and .inf (and 1e400) are floats too, but no setting here means them.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class RoceSettings(_Section):
@@ -107,13 +108,9 @@ def load(path: str | os.PathLike[str]) -> NicSettings:
     """Parse and validate one NIC settings file; raise NicError with one line on a problem."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise NicError(f"{path}: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise NicError(f"{path}: {where}invalid YAML: {getattr(e, 'problem', e)}") from None
+        raw = yamlfile.load(path)
+    except yamlfile.YamlError as e:
+        raise NicError(str(e)) from None
     try:
         return NicSettings.model_validate({} if raw is None else raw)
     except ValidationError as e:

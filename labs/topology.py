@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from fabric.config import ConfigError, SwitchConfig, port_name
+from fabric.config import ConfigError, SwitchConfig, brief, port_name
 from fabric.config import load as load_switch_config
+from labs import yamlfile
 from labs.nic import NIC_LABEL, NicError, NicSettings
 from labs.nic import load as load_nic
 
@@ -30,9 +30,16 @@ SWITCH_KINDS = {"sonic-vs"}
 HOST_KINDS = {"linux"}
 SONIC_CONFIG_TARGET = "/etc/sonic/config_db.json"
 DEFAULT_MTU = 9500  # containerlab's veth default
+# Files a node reads (binds, startup-config, rocelab.nic) stay inside the topology's folder
+# unless this node label (lab-wide in topology.defaults.labels) says "true": a clab file
+# runs as root, so one fetched from elsewhere must not reach /etc or ~/.ssh unannounced.
+ALLOW_OUTSIDE_LABEL = "rocelab.allow-outside-paths"
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,31}$")  # clab's pattern, bounded length
 IFACE_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,15}$")  # Linux IFNAMSIZ
+# names the kernel refuses (".", "..") or that every namespace already has or reserves
+# (lo; "all" and "default" are taken in /proc/sys/net/*/conf)
+RESERVED_IFACES = {".", "..", "lo", "all", "default"}
 SWITCH_IFACE_RE = re.compile(r"^eth[1-9][0-9]*$")
 ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::=([^}]*))?\}")
 
@@ -146,19 +153,38 @@ def load(spec: str | os.PathLike, topologies_dir: Path | None = None,
     set): config.lint reports a broken config as a finding instead of stopping at it.
     """
     path = resolve(spec, topologies_dir)
+    return _Loader(path, configs).topology(read_document(path))
+
+
+def read_document(path: Path) -> Any:
+    """The clab file's YAML, environment expanded as containerlab does; every task reads a
+    topology through here, so a ``${VAR}`` means the same to all of them."""
     try:
-        text = _expand_env(path.read_text())
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise TopologyError(f"{path}: {where}invalid YAML: {getattr(e, 'problem', e)}") from None
-    return _Loader(path, configs).topology(raw)
+        return yamlfile.parse(expand_env(yamlfile.read_text(path)), path)
+    except yamlfile.YamlError as e:
+        raise TopologyError(str(e)) from None
 
 
-def _expand_env(text: str) -> str:
-    """containerlab's ``${VAR}`` and ``${VAR:=default}`` expansion."""
-    return ENV_RE.sub(lambda m: os.environ.get(m.group(1), m.group(2) or ""), text)
+def read_name(spec: str | os.PathLike, topologies_dir: Path | None = None) -> str:
+    """The lab's name alone (expanded and checked), for finding a running lab without
+    validating the rest of its file."""
+    path = resolve(spec, topologies_dir)
+    doc = read_document(path)
+    return _Loader(path).name(doc.get("name") if isinstance(doc, dict) else None)
+
+
+def expand_env(text: str) -> str:
+    """containerlab's ``${VAR}`` and ``${VAR:=default}`` (the default when VAR is unset or
+    empty, as in the shell)."""
+    return ENV_RE.sub(lambda m: os.environ.get(m.group(1)) or m.group(2) or "", text)
+
+
+def _key(key: Any) -> str:
+    """A key from the file as error messages show it: as written when it is a short name,
+    else a bounded repr (a key may be a megabyte, or hold a newline)."""
+    if isinstance(key, str) and len(key) <= 64 and key.isprintable():
+        return key
+    return brief(key)
 
 
 class _Loader:
@@ -178,7 +204,7 @@ class _Loader:
         if allowed is not None:
             for key in value:
                 if key not in allowed:
-                    raise self.error(f"{where}.{key}", "unknown key (containerlab's schema "
+                    raise self.error(f"{where}.{_key(key)}", "unknown key (containerlab's schema "
                                      "allows no extra keys; put rocelab settings in labels)")
         return value
 
@@ -193,15 +219,18 @@ class _Loader:
         m = self.mapping(value, where)
         for k, v in m.items():
             if not isinstance(v, (str, int, float)) or isinstance(v, bool):
-                raise self.error(f"{where}.{k}", "expected a string or a number")
+                raise self.error(f"{where}.{_key(k)}", "expected a string or a number")
         return {str(k): str(v) for k, v in m.items()}
+
+    def name(self, name: Any) -> str:
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise self.error("name", f"{brief(name)} is not a valid lab name "
+                             "(letters, digits, - _ . ; at most 32; starts alphanumeric)")
+        return name
 
     def topology(self, raw: Any) -> Topology:
         top = self.mapping(raw, "(top level)", TOP_KEYS)
-        name = top.get("name")
-        if not isinstance(name, str) or not NAME_RE.match(name):
-            raise self.error("name", f"{name!r} is not a valid lab name "
-                             "(letters, digits, - _ . ; at most 32; starts alphanumeric)")
+        name = self.name(top.get("name"))
         body = self.mapping(top.get("topology"), "topology", TOPOLOGY_KEYS)
         raw_nodes = self.mapping(body.get("nodes"), "topology.nodes")
         if not raw_nodes:
@@ -210,12 +239,12 @@ class _Loader:
         groups = self.mapping(body.get("groups"), "topology.groups")
         defaults = self.mapping(body.get("defaults"), "topology.defaults", NODE_KEYS)
         for k, v in kinds.items():
-            self.mapping(v, f"topology.kinds.{k}", NODE_KEYS)
+            self.mapping(v, f"topology.kinds.{_key(k)}", NODE_KEYS)
         for g, v in groups.items():
-            self.mapping(v, f"topology.groups.{g}", NODE_KEYS)
+            self.mapping(v, f"topology.groups.{_key(g)}", NODE_KEYS)
         nodes = {}
         for node_name, spec in raw_nodes.items():
-            where = f"topology.nodes.{node_name}"
+            where = f"topology.nodes.{_key(node_name)}"
             if not isinstance(node_name, str) or not NAME_RE.match(node_name):
                 raise self.error(where, "invalid node name (letters, digits, - _ . ; "
                                  "at most 32; starts alphanumeric)")
@@ -229,12 +258,15 @@ class _Loader:
     def node(self, name: str, spec: dict, defaults: dict, kinds: dict, groups: dict) -> Node:
         """Merge node > group > kind > defaults, as containerlab does."""
         where = f"topology.nodes.{name}"
-        kind = spec.get("kind", groups.get(spec.get("group"), {}).get("kind",
-                                                                      defaults.get("kind")))
-        if kind not in SWITCH_KINDS | HOST_KINDS:
-            raise self.error(f"{where}.kind", f"unsupported kind {kind!r} (rocelab runs "
+        group = spec.get("group")
+        if group is not None and not isinstance(group, str):
+            raise self.error(f"{where}.group", f"expected a group name, got {brief(group)}")
+        group_spec = groups.get(group) or {}
+        kind = spec.get("kind", group_spec.get("kind", defaults.get("kind")))
+        if not isinstance(kind, str) or kind not in SWITCH_KINDS | HOST_KINDS:
+            raise self.error(f"{where}.kind", f"unsupported kind {brief(kind)} (rocelab runs "
                              f"{', '.join(sorted(SWITCH_KINDS | HOST_KINDS))})")
-        layers = [spec, groups.get(spec.get("group")) or {}, kinds.get(kind) or {}, defaults]
+        layers = [spec, group_spec, kinds.get(kind) or {}, defaults]
 
         def first(key: str) -> Any:
             return next((layer[key] for layer in layers if key in layer), None)
@@ -248,23 +280,54 @@ class _Loader:
         image = first("image") or ""
         if not isinstance(image, str):
             raise self.error(f"{where}.image", "expected a string")
+        labels = merged("labels")
+        outside = labels.get(ALLOW_OUTSIDE_LABEL, "false")
+        if outside not in ("true", "false"):
+            raise self.error(f"{where}.labels.{ALLOW_OUTSIDE_LABEL}",
+                             f'must be "true" or "false" (got {brief(outside)})')
+        allow_outside = outside == "true"
         binds = self.strings(first("binds"), f"{where}.binds")
         for i, bind in enumerate(binds):
             source = bind.split(":", 1)[0]
+            self.inside(source, f"{where}.binds[{i}]", allow_outside)
             if not (self.dir / source).exists():
                 raise self.error(f"{where}.binds[{i}]", f"{source}: no such file or folder "
                                  f"(relative paths resolve against {self.dir})")
-        labels = merged("labels")
-        nic_path, nic = self.nic(kind, labels, f"{where}.labels")
+        nic_path, nic = self.nic(kind, labels, f"{where}.labels", allow_outside)
         return Node(name=name, kind=kind, image=image,
-                    exec=self.strings(first("exec"), f"{where}.exec"), binds=binds,
+                    exec=self.commands(first("exec"), f"{where}.exec"), binds=binds,
                     labels=labels, env=merged("env"),
                     time_scale=self.time_scale(labels, f"{where}.labels"),
-                    config_path=self.config_path(where, kind, binds, first("startup-config")),
+                    config_path=self.config_path(where, kind, binds, first("startup-config"),
+                                                 allow_outside),
                     nic_path=nic_path, nic=nic)
 
+    def commands(self, value: Any, where: str) -> tuple[str, ...]:
+        """exec lines, each split now as deploy will split it, so a stray quote stops
+        lab.up before anything exists rather than halfway through a deploy."""
+        lines = self.strings(value, where)
+        for i, line in enumerate(lines):
+            try:
+                argv = shlex.split(line)
+            except ValueError as e:
+                raise self.error(f"{where}[{i}]", f"{brief(line)}: {e} (quote as in a POSIX "
+                                 "shell)") from None
+            if not argv:
+                raise self.error(f"{where}[{i}]", "empty command")
+        return lines
+
+    def inside(self, name: str, where: str, allow_outside: bool) -> None:
+        """Refuse a path that leaves the topology's folder (absolute, ``..``, or through a
+        symlink) unless the node's label allows it: labs are often shared, and run as root."""
+        if allow_outside:
+            return
+        target = (self.dir / name).resolve()
+        if not target.is_relative_to(self.dir.resolve()):
+            raise self.error(where, f"{brief(name)} is outside the topology's folder "
+                             f"{self.dir} (label {ALLOW_OUTSIDE_LABEL}: \"true\" allows it)")
+
     def config_path(self, where: str, kind: str, binds: tuple[str, ...],
-                    startup: Any) -> Path | None:
+                    startup: Any, allow_outside: bool) -> Path | None:
         """A switch's config_db.json: bound to where SONiC reads it, else its startup-config."""
         if kind not in SWITCH_KINDS:
             return None
@@ -273,6 +336,7 @@ class _Loader:
             if len(parts) >= 2 and parts[1] == SONIC_CONFIG_TARGET:
                 return (self.dir / parts[0]).resolve()
         if isinstance(startup, str):
+            self.inside(startup, f"{where}.startup-config", allow_outside)
             path = self.dir / startup
             if not path.is_file():
                 raise self.error(f"{where}.startup-config", f"{startup}: no such file")
@@ -280,14 +344,15 @@ class _Loader:
         raise self.error(where, f"a {kind} switch needs its config_db.json: bind it to "
                          f"{SONIC_CONFIG_TARGET} (binds) or name it in startup-config")
 
-    def nic(self, kind: str, labels: dict[str, str],
-            where: str) -> tuple[Path | None, NicSettings | None]:
+    def nic(self, kind: str, labels: dict[str, str], where: str,
+            allow_outside: bool) -> tuple[Path | None, NicSettings | None]:
         """A host's NIC settings file (label ``rocelab.nic``), loaded now so that a bad file
         stops ``lab.up`` before anything exists. Switches ignore the label, so a lab-wide one
         in ``topology.defaults.labels`` is fine."""
         name = labels.get(NIC_LABEL)
         if kind not in HOST_KINDS or name is None:
             return None, None
+        self.inside(name, f"{where}.{NIC_LABEL}", allow_outside)
         path = self.dir / name
         if not path.is_file():
             raise self.error(f"{where}.{NIC_LABEL}", f"{name}: no such file (relative paths "
@@ -307,7 +372,7 @@ class _Loader:
             value = 0.0
         if not 0 < value < float("inf"):
             raise self.error(f"{where}.{TIME_SCALE_LABEL}",
-                             f"{text!r} is not a positive number (ports run at speed / S)")
+                             f"{brief(text)} is not a positive number (ports run at speed / S)")
         return value
 
     def links(self, raw: Any, nodes: dict[str, Node]) -> tuple[Link, ...]:
@@ -321,7 +386,7 @@ class _Loader:
             where = f"topology.links[{i}]"
             spec = self.mapping(spec, where, LINK_KEYS)
             if spec.get("type", "veth") != "veth":
-                raise self.error(f"{where}.type", f"unsupported link type {spec['type']!r} "
+                raise self.error(f"{where}.type", f"unsupported link type {brief(spec['type'])} "
                                  "(rocelab wires veth links)")
             eps = self.strings(spec.get("endpoints"), f"{where}.endpoints")
             if len(eps) != 2:
@@ -335,23 +400,27 @@ class _Loader:
                 used[ep] = i
             mtu = spec.get("mtu", DEFAULT_MTU)
             if not isinstance(mtu, int) or isinstance(mtu, bool) or not 68 <= mtu <= 65535:
-                raise self.error(f"{where}.mtu", f"{mtu!r} is not an MTU (68..65535)")
+                raise self.error(f"{where}.mtu", f"{brief(mtu)} is not an MTU (68..65535)")
             links.append(Link(ends[0], ends[1], mtu))
         return tuple(links)
 
     def endpoint(self, text: str, where: str, nodes: dict[str, Node]) -> Endpoint:
         node, sep, iface = text.partition(":")
         if not sep:
-            raise self.error(where, f"{text!r} is not of the form node:interface")
+            raise self.error(where, f"{brief(text)} is not of the form node:interface")
         if node not in nodes:
-            raise self.error(where, f"unknown node {node!r}")
+            raise self.error(where, f"unknown node {brief(node)}")
         if not IFACE_RE.match(iface):
-            raise self.error(where, f"{iface!r} is not a valid interface name")
+            raise self.error(where, f"{brief(iface)} is not a valid interface name (1-15 of "
+                             "letters, digits, - _ .)")
+        if iface in RESERVED_IFACES:
+            raise self.error(where, f"{iface!r} is not a name a wire can take (reserved: "
+                             f"{', '.join(sorted(RESERVED_IFACES))})")
         if iface == "eth0":
             raise self.error(where, "eth0 is the management interface in containerlab; "
                              "wire eth1 and up")
         if nodes[node].is_switch and not SWITCH_IFACE_RE.match(iface):
-            raise self.error(where, f"{iface!r}: switch ports are named eth1, eth2, ...")
+            raise self.error(where, f"{brief(iface)}: switch ports are named eth1, eth2, ...")
         return Endpoint(node, iface)
 
     def with_config(self, node: Node, links: tuple[Link, ...]) -> Node:
