@@ -23,11 +23,15 @@ from traffic import probe as probes
 from traffic import summary as traffic_summary
 
 console = Console(width=None if sys.stdout.isatty() else 110)
-USER_ERRORS = (LabError, TopologyError, ConfigError, AgentError)
+USER_ERRORS = (LabError, TopologyError, ConfigError, AgentError, states.StateError)
+# a file that is not what it must be: nothing was done (exit 2, as for a bad argument)
+BAD_INPUT = (TopologyError, ConfigError, states.StateError)
 
 
-def _fail(e: Exception) -> Exit:
-    return Exit(f"rocelab: {e}", code=1)
+def _fail(e: Exception | str) -> Exit:
+    """One line on stderr. Exit 2 for bad input (a file, an argument: nothing was done), 1
+    for an operation that failed, so a CI job can tell a typo from a broken fabric."""
+    return Exit(f"rocelab: {e}", code=2 if isinstance(e, (str, *BAD_INPUT)) else 1)
 
 
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
@@ -132,7 +136,7 @@ def pingall(c, name=""):
 @task(help={"node": "node name", "lab": "lab name (default: the only running lab)"})
 def exec_(c, node, lab=""):
     """Run a command inside a node: invoke lab.exec h1 -- ping -c1 10.1.2.13"""
-    argv = shlex.split(c.remainder)
+    argv = _command_after_ddash(c.remainder)
     if not argv:
         raise Exit("rocelab: give the command after --, e.g. invoke lab.exec h1 -- ip addr", 2)
     try:
@@ -169,6 +173,21 @@ def trace(c, node, seconds=5.0, out="", interval_ms=1.0, lab=""):
     console.print(f"{path.resolve()}: {samples} samples")
 
 
+def _command_after_ddash(remainder: str) -> list[str]:
+    """The words after ``--`` as the shell passed them. invoke hands a task only their
+    space-joined text, which loses the shell's quoting (``echo "it's"`` arrives as
+    ``echo it's``): when this process's own argv holds exactly that remainder, its words are
+    used; otherwise (invoke driven from Python) the text is split with shell rules."""
+    if "--" in sys.argv:
+        words = sys.argv[sys.argv.index("--") + 1:]
+        if " ".join(words) == remainder:
+            return words
+    try:
+        return shlex.split(remainder)
+    except ValueError as e:
+        raise _fail(f"the command after --: {e}") from None
+
+
 def _default_trace_path(lab: str, node: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path(__file__).resolve().parent / "results" / f"trace-{lab}-{node}-{stamp}.jsonl"
@@ -183,6 +202,9 @@ def list_(c):
     for s in states.all_labs():
         table.add_row(s.lab, s.status, s.runtime, str(len(s.namespaces)), s.topology)
     console.print(table)
+    if unreadable := states.unreadable():
+        console.print(f"no readable state ({states.state_root()}): {', '.join(unreadable)}; "
+                      "invoke lab.cleanup --all removes them", markup=False, soft_wrap=True)
 
 
 @task(help={"all": "remove every lab, healthy or not"})

@@ -27,6 +27,7 @@ TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
 # config_db numbers are 64-bit at most (20 digits); Python refuses int() past 4300 digits
 MAX_INT_DIGITS = 30
 MAX_KEY_SHOWN = 80  # a key longer than this is cut in messages, which stay one short line
+MAX_SHOWN = 100  # characters of a quoted value in a message
 
 
 class ConfigError(ValueError):
@@ -337,8 +338,8 @@ class _BriefRepr(reprlib.Repr):
 
     def __init__(self) -> None:
         super().__init__()
-        self.maxlevel, self.maxstring, self.maxother = 3, 60, 60
-        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 6
+        self.maxlevel, self.maxstring, self.maxother = 2, 60, 60
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 4
 
     def repr_int(self, value: int, level: int) -> str:
         if value.bit_length() > 4 * MAX_INT_DIGITS:
@@ -352,7 +353,8 @@ _BRIEF = _BriefRepr()
 def brief(value: object) -> str:
     """repr() for error messages, which quote what the user wrote: bounded, because that may
     be a megabyte of text or (through YAML aliases) a billion list elements."""
-    return _BRIEF.repr(value)
+    text = _BRIEF.repr(value)
+    return text if len(text) <= MAX_SHOWN else f"{text[:MAX_SHOWN - 5]} ...)"
 
 
 class _Invalid(ValueError):

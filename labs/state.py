@@ -64,15 +64,24 @@ def lab_dir(lab: str) -> Path:
     return state_root() / lab
 
 
+class StateError(ValueError):
+    """A lab's state file that cannot be read: one line naming it and the way out."""
+
+
 def load(lab: str) -> LabState | None:
     path = lab_dir(lab) / "state.json"
     try:
-        return LabState.model_validate_json(path.read_text())
+        return LabState.model_validate_json(path.read_bytes())  # bytes: pydantic names bad UTF-8
     except FileNotFoundError:
         return None
+    except OSError as e:
+        problem = e.strerror or str(e)
     except ValidationError as e:
-        raise ValueError(f"{path}: unreadable lab state ({e.error_count()} problems); "
-                         f"remove it with: invoke lab.cleanup --all") from None
+        first = e.errors()[0]
+        field = ".".join(map(str, first["loc"]))[:80]  # keys of a corrupt file: any length
+        problem = (f"{field}: " if field else "") + first["msg"].replace("\n", " ")[:200]
+    raise StateError(f"{path}: unreadable lab state ({problem}); its namespaces and agents "
+                     "are unknown: invoke lab.cleanup --all removes it, with every other lab")
 
 
 def all_labs() -> list[LabState]:
