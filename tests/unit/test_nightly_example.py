@@ -25,3 +25,17 @@ def test_the_nightly_example_names_real_labs_and_tasks():
     names = set(Program(namespace=tasks.ns).namespace.task_names)
     assert called <= names
     assert "--results results/check-" in script and "summary.md" in script
+
+
+def test_the_nightly_example_runs_no_pull_request_from_a_fork():
+    """Labs run as root: a fork's topology must not reach the runner (lab-guide 4.5)."""
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    triggers = doc[True]  # YAML 1.1 reads the key "on" as true
+    (job,) = doc["jobs"].values()
+    assert "pull_request_target" not in triggers  # would run a fork's code with secrets
+    if "pull_request" in triggers:
+        condition = " ".join(job["if"].split())
+        assert condition == ("github.event_name != 'pull_request' || "
+                             "github.event.pull_request.head.repo.full_name == "
+                             "github.repository")
+    assert doc["permissions"] == {"contents": "read"}
