@@ -8,10 +8,7 @@ engineer can load on a SONiC switch.
 from __future__ import annotations
 
 import difflib
-import json
-import math
 import os
-import reprlib
 import string
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,12 +19,10 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import core_schema
 
-TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
+from fabric.userinput import MAX_INT_DIGITS, MAX_KEY_SHOWN, JsonError, brief, shown_key
+from fabric.userinput import decode_json
 
-# config_db numbers are 64-bit at most (20 digits); Python refuses int() past 4300 digits
-MAX_INT_DIGITS = 30
-MAX_KEY_SHOWN = 80  # a key longer than this is cut in messages, which stay one short line
-MAX_SHOWN = 100  # characters of a quoted value in a message
+TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
 
 
 class ConfigError(ValueError):
@@ -215,68 +210,11 @@ def load(path: str | os.PathLike[str]) -> SwitchConfig:
         raise ConfigError(f"{name}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{name}: invalid JSON: not UTF-8 text") from None
-    return parse(_decode(text, name), name)
-
-
-class _BadNumber:
-    """A JSON number no config_db field can hold, left in place while decoding so that the
-    error can name the table, key and field it sits in (json's hooks know no position)."""
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-
-
-def _decode(text: str, name: str) -> Any:
-    """json.loads, refusing what it would accept or crash on: NaN and infinities (json takes
-    them by default), integers of thousands of digits (int() raises a bare ValueError past
-    4300) and nesting deeper than Python's stack (RecursionError)."""
-    bad: list[_BadNumber] = []
-
-    def refuse(problem: str) -> _BadNumber:
-        bad.append(_BadNumber(problem))
-        return bad[-1]
-
-    def integer(text: str) -> int | _BadNumber:
-        digits = len(text.removeprefix("-"))
-        if digits > MAX_INT_DIGITS:
-            return refuse(f"an integer of {digits} digits is out of range")
-        return int(text)
-
-    def real(text: str) -> float | _BadNumber:
-        value = float(text)
-        return value if math.isfinite(value) else refuse(f"{brief(text)} is out of range")
-
-    def constant(word: str) -> _BadNumber:
-        return refuse(f"{word} is not a number (config_db.json has no NaN or infinities)")
-
     try:
-        data = json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{name}: invalid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
-    except RecursionError:
-        raise ConfigError(f"{name}: invalid JSON: nested too deeply to parse") from None
-    if bad:
-        path = _path_to(data, bad[0])
-        where = "|".join(path[:2]) + "".join(f": {step}" for step in path[2:])
-        raise ConfigError(_one_line(f"{name}: {where or '(top level)'}: {bad[0].problem}"),
-                          "|".join(path[:3]))
-    return data
-
-
-def _path_to(data: Any, target: object) -> list[str]:
-    """The keys (and [index]es) leading to *target* in decoded JSON; iterative, since the
-    document may be nested as deep as json allows."""
-    stack: list[tuple[Any, list[str]]] = [(data, [])]
-    while stack:
-        value, path = stack.pop()
-        if value is target:
-            return path
-        if isinstance(value, dict):
-            stack.extend((v, [*path, _shown_key(k)]) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((v, [*path[:-1], f"{path[-1]}[{i}]"] if path else [*path, f"[{i}]"])
-                         for i, v in enumerate(value))
-    return []
+        data = decode_json(text, name)
+    except JsonError as e:
+        raise ConfigError(str(e), e.where) from None
+    return parse(data, name)
 
 
 def parse(data: dict[str, Any], path: str) -> SwitchConfig:
@@ -295,7 +233,7 @@ def parse(data: dict[str, Any], path: str) -> SwitchConfig:
                     raise _Invalid(f"entry must be a JSON object, not {brief(fields)}")
                 parse_entry(draft, key, fields)
             except _Invalid as invalid:
-                shown = _shown_key(key)
+                shown = shown_key(key)
                 where = "|".join([table, shown, *([invalid.field] if invalid.field else [])])
                 raise ConfigError(invalid.message(path, f"{table}|{shown}"), where) from None
     return draft.finish(path)
@@ -318,43 +256,12 @@ def _reject_unknown_tables(data: dict[str, Any], path: str) -> None:
             close = difflib.get_close_matches(table[:MAX_KEY_SHOWN], known, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
             raise ConfigError(_one_line(
-                f"{path}: {_shown_key(table)}: unknown table ({hint}rocelab reads the tables listed in docs/lab-guide.md)"))
+                f"{path}: {shown_key(table)}: unknown table ({hint}rocelab reads the tables listed in docs/lab-guide.md)"))
 
 
 def _one_line(message: str) -> str:
     """Keys come from the file; a stray newline in one must not split the message."""
     return message.replace("\n", "\\n")
-
-
-def _shown_key(key: str) -> str:
-    """A key from the file as messages show it: whole unless it is absurdly long."""
-    if len(key) <= MAX_KEY_SHOWN:
-        return key
-    return f"{key[:MAX_KEY_SHOWN // 2]}...({len(key)} characters)"
-
-
-class _BriefRepr(reprlib.Repr):
-    """repr() bounded in length and depth, and safe for integers repr() itself refuses."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.maxlevel, self.maxstring, self.maxother = 2, 60, 60
-        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 4
-
-    def repr_int(self, value: int, level: int) -> str:
-        if value.bit_length() > 4 * MAX_INT_DIGITS:
-            return f"<an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits>"
-        return super().repr_int(value, level)
-
-
-_BRIEF = _BriefRepr()
-
-
-def brief(value: object) -> str:
-    """repr() for error messages, which quote what the user wrote: bounded, because that may
-    be a megabyte of text or (through YAML aliases) a billion list elements."""
-    text = _BRIEF.repr(value)
-    return text if len(text) <= MAX_SHOWN else f"{text[:MAX_SHOWN - 5]} ...)"
 
 
 class _Invalid(ValueError):
@@ -650,7 +557,7 @@ def pydantic_problem(error: ValidationError) -> tuple[str, str]:
     else:
         template = _PYDANTIC_PROBLEMS.get(first["type"], first["msg"])
         problem = template.format(input=brief(first.get("input")), **ctx)
-    return ".".join(_shown_key(str(step)) for step in first["loc"]), _one_line(problem)
+    return ".".join(shown_key(str(step)) for step in first["loc"]), _one_line(problem)
 
 
 def _validate(model: type[_M], fields: dict[str, Any]) -> _M:

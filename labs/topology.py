@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fabric.config import ConfigError, SwitchConfig, brief, port_name
+from fabric.config import ConfigError, SwitchConfig, port_name
 from fabric.config import load as load_switch_config
+from fabric.userinput import brief
 from labs import yamlfile
 from labs.nic import NIC_LABEL, NicError, NicSettings
 from labs.nic import load as load_nic

@@ -19,7 +19,7 @@ from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from fabric.config import MAX_INT_DIGITS, brief
+from fabric.userinput import MAX_INT_DIGITS, brief
 
 MAX_DEPTH = 50  # a clab file nests about 6 levels deep, a NIC file 3
 MAX_VALUES = 100_000  # expanded: every use of an alias counts its whole anchor again

@@ -224,3 +224,14 @@ def wait_for(condition, timeout: float = 5.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.02)
+
+
+def test_exec_task_passes_the_shells_words_unchanged(lab):
+    """``invoke lab.exec h1 -- echo "it's"``: invoke joins the words after -- with spaces,
+    which lost the quoting; the task takes them from its own command line."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-m", "invoke", "lab.exec", "h1", "--lab", lab.name,
+                           "--", "echo", "it's", "a  b"],
+                          cwd=root, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "it's a  b\n"
