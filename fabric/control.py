@@ -318,7 +318,13 @@ class ControlServer:
 
     def _reply(self, conn: Connection, reply: dict) -> None:
         conn.inbox.clear()
-        conn.outbox = memoryview(json.dumps(reply).encode() + b"\n")
+        try:
+            line = json.dumps(reply).encode()
+        except (TypeError, ValueError) as e:  # a handler's bug, as in ``respond``
+            self.stats["internal_errors"] += 1
+            self.log(f"internal error: unserialisable reply: {e}")
+            line = json.dumps({"ok": False, "error": f"internal error: {e}"}).encode()
+        conn.outbox = memoryview(line + b"\n")
         self.sel.modify(conn.sock, selectors.EVENT_WRITE, ("control", conn))
         self._send(conn)
 
