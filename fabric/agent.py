@@ -144,8 +144,8 @@ class Agent:
         self.close()
 
     def timeout(self, next_tick: float) -> float:
-        """Seconds until the next tick, the next trace sample or the earliest send time of
-        a backlogged port."""
+        """Seconds until the next tick, the next housekeeping, the next trace sample or the
+        earliest send time of a backlogged port."""
         wake = min(next_tick, self.housekeeping_at)
         if self.trace is not None and self.trace.next_at < wake:
             wake = self.trace.next_at
