@@ -188,6 +188,19 @@ def _command_after_ddash(remainder: str) -> list[str]:
         raise _fail(f"the command after --: {e}") from None
 
 
+@task(help={"node": "switch node name", "lab": "lab name (default: the only running lab)"})
+def trace_stop(c, node, lab=""):
+    """Stop switch NODE's trace (one started from Python, or a lab.trace cut short), or
+    collect one that ended at its time or size limit: its path, size and why it ended."""
+    try:
+        handle = labs.running(lab) if lab else labs.the_only_running()
+        end = handle.agent(node).trace_end()
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    console.print(f"{end['path']}: {end['samples']} samples, {end['bytes']} bytes, "
+                  f"{end['seconds']:g} s, ended: {end['reason']}")
+
+
 def _default_trace_path(lab: str, node: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path(__file__).resolve().parent / "results" / f"trace-{lab}-{node}-{stamp}.jsonl"
@@ -495,6 +508,7 @@ def _lint_table(lab, findings) -> Table:
 
 
 lab_tasks = Collection("lab", up, down, status, pingall, list_, cleanup, trace)
+lab_tasks.add_task(trace_stop, name="trace-stop")
 lab_tasks.add_task(exec_, name="exec")
 lab_tasks.add_task(export_lab, name="export")
 traffic_tasks = Collection("traffic", probe, incast, alltoall, allreduce, perftest, tcp_incast)

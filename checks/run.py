@@ -14,6 +14,7 @@ from pathlib import Path
 from labs import lab as labs
 from labs import state as states
 from labs import topology
+from labs.runtimes.netns import traces_allowed_in
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,7 +40,15 @@ def run(spec: str, k: str | None = None, results: str | Path | None = None,
         runtime: str = "netns", say: Callable[[str], None] = print,
         extra: list[str] | None = None) -> tuple[int, Path]:
     """Run the checks on lab ``spec`` (name or topology path); (pytest's exit code, results
-    folder). A lab that is not running is brought up first and always taken down after."""
+    folder). A lab that is not running is brought up first and always taken down after.
+    The agents this run starts (the lab's, the checks' variant labs') may trace into
+    ``results``."""
+    with traces_allowed_in(Path(results) if results else None):
+        return _run(spec, k, results, runtime, say, extra)
+
+
+def _run(spec: str, k: str | None, results: str | Path | None, runtime: str,
+         say: Callable[[str], None], extra: list[str] | None) -> tuple[int, Path]:
     name = labs.lab_name(spec)
     brought_up = None
     if states.load(name) is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import mmap
 import socket
 import struct
@@ -66,6 +67,9 @@ RING_SLOT = 9344  # header, sockaddr_ll and a frame of SONiC's largest MTU (9216
 RING_BLOCK = 1 << 17  # 14 slots; blocks are what the kernel allocates contiguously
 RING_BLOCKS = 128
 RING_SLOTS = RING_BLOCK // RING_SLOT * RING_BLOCKS  # 1792 (16 MiB): what 4 MiB of skbs held
+SIOCGIFFLAGS = 0x8913
+IFREQ = struct.Struct("16sH22x")  # struct ifreq: name, ifr_flags (the rest of the union)
+IFF_UP, IFF_RUNNING = 0x1, 0x40  # administratively up; operationally up (carrier)
 
 
 def dst_mac_filter(mac: bytes) -> list[tuple[int, int, int, int]]:
@@ -234,6 +238,18 @@ class RxRing:
     def close(self) -> None:
         if isinstance(self.ring, mmap.mmap):
             self.ring.close()
+
+
+def link_running(iface: str) -> bool:
+    """Whether ``iface`` exists in the calling thread's namespace, is up and has carrier:
+    one ioctl, cheap enough to poll for a port whose wire went away."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+        try:
+            reply = fcntl.ioctl(probe, SIOCGIFFLAGS, IFREQ.pack(iface.encode(), 0))
+        except OSError:  # ENODEV: no such interface (any more)
+            return False
+    flags = IFREQ.unpack(reply)[1]
+    return flags & (IFF_UP | IFF_RUNNING) == IFF_UP | IFF_RUNNING
 
 
 def statistics(sock: socket.socket) -> tuple[int, int]:

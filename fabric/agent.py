@@ -5,41 +5,53 @@ and a control socket. Every frame read from a port goes through ``Switch.receive
 the model returns (PFC) is written out at once; forwarded frames leave when their port's
 scheduler releases them (``Switch.dequeue``), paced at speed / S. The loop sleeps until
 the earliest of: a frame arriving, a backlogged port's next send time, the next tick, the
-next sample of a running trace (``Trace``).
+next sample of a running trace (``fabric.trace.Trace``). The control socket
+(``fabric.control``) is served from the same loop, without blocking it; a port whose wire
+vanished is taken down in the model rather than ending the agent, and brought back when its
+interface is up again.
 ``select.select`` rather than epoll: epoll rounds timeouts up to whole milliseconds, longer
 than a frame time at the emulated rate (machine-facts.md). Run inside the switch's network
 namespace:
 
-    python -m fabric.agent --config config_db.json --name leaf1 --control /run/.../leaf1.sock \
-        --ports eth1,eth2 --time-scale 3000
+    python -m fabric.agent --config config_db.json --name leaf1 \
+        --control /run/.../control/leaf1.sock --ports eth1,eth2 --time-scale 3000 \
+        --trace-root /path/to/results --trace-root /run/rocelab/<lab>
 """
 from __future__ import annotations
 
 import argparse
 import errno
-import json
 import os
 import selectors
 import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from fabric import afpacket
 from fabric.client import fidelity
 from fabric.config import ConfigError, load, port_name
+from fabric.control import ControlError, ControlServer, TraceLimits
 from fabric.model.switch import Switch
+from fabric.trace import MIN_MAX_BYTES, Trace, TraceEnd, TracePathError, open_trace_file
 
 TICK_S = 0.1
 BATCH = 64  # frames drained from one port before the loop looks at the others
+HOUSEKEEPING_S = 0.5  # control connections expired, downed ports looked at again
+# a send or a pending socket error with one of these: the port's interface is down or gone
+# (its peer namespace was deleted, taking the veth pair with it)
+WIRE_GONE = (errno.ENXIO, errno.ENODEV, errno.ENETDOWN)
+FRAME_LOST = (errno.ENOBUFS, errno.EAGAIN, errno.EMSGSIZE)
 
 
 class Port:
     """One AF_PACKET socket bound to one wire, its receive ring (a frame per copy rather
     than per system call), plus what the kernel dropped under it."""
 
-    def __init__(self, name: str, iface: str) -> None:
+    def __init__(self, name: str, iface: str,
+                 on_fault: Callable[[Port, OSError], None] | None = None) -> None:
         self.name = name
         self.iface = iface
         # frames we send must not come back to us
@@ -48,6 +60,8 @@ class Port:
         self.fd = self.sock.fileno()  # os.write(fd) is a little cheaper than sock.send
         self.kernel_drops = 0
         self.tx_errors = 0
+        self.fault: str | None = None  # why the wire is down, while it is
+        self.on_fault = on_fault
 
     def write(self, frame: bytes) -> None:
         try:
@@ -56,11 +70,18 @@ class Port:
             self.send_failed(e)
 
     def send_failed(self, error: OSError) -> None:
-        """A full queue or a link going down loses the frame, counted; anything else is
-        a bug."""
-        if error.errno not in (errno.ENOBUFS, errno.EAGAIN, errno.ENETDOWN, errno.EMSGSIZE):
+        """A full queue loses the frame, counted; a wire that is down or gone loses it too
+        and is reported (``on_fault``) once; anything else is a bug."""
+        if error.errno not in FRAME_LOST and error.errno not in WIRE_GONE:
             raise error
         self.tx_errors += 1
+        if error.errno in WIRE_GONE and self.fault is None and self.on_fault is not None:
+            self.on_fault(self, error)
+
+    def pending_error(self) -> int:
+        """The socket's pending error (0: none), read and so cleared: a wire that went
+        down leaves one, and until it is read ``select`` reports the socket readable."""
+        return self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
 
     def poll_kernel_drops(self) -> int:
         """PACKET_STATISTICS resets on read: accumulate. Frames too long for a ring slot
@@ -73,96 +94,59 @@ class Port:
         self.sock.close()
 
 
-class Trace:
-    """A time series of ``Switch.sample`` written as JSON lines, for plots: a header line
-    (node, time_scale, interval_ms, ports, started: epoch seconds), then one line per sample,
-    ``{"t": seconds since start, "ports": ..., "pools": ...}``.
-
-    The event loop takes the samples (``poll``) between frames, so a sample never races
-    the model; the file is written through a large buffer so a sample costs a ``json.dumps``
-    and no system call. Intervals are wall time, while data-plane times are stretched by S:
-    at S = 3000, 1 ms of wall time is ~0.33 us of emulated time. A loop late by more than an
-    interval skips the missed samples rather than writing a burst of identical ones.
-    """
-
-    BUFFER = 1 << 20
-
-    def __init__(self, switch: Switch, node: str, path: Path, interval_s: float,
-                 ports: list[str], now: float) -> None:
-        self.switch = switch
-        self.path = path
-        self.interval_s = interval_s
-        self.ports = ports
-        self.started = now
-        self.next_at = now
-        self.count = 0
-        self.file = open(path, "w", buffering=self.BUFFER)
-        self.header = {"node": node, "time_scale": switch.time_scale,
-                       "interval_ms": interval_s * 1e3, "ports": ports, "started": time.time()}
-        self.file.write(json.dumps(self.header) + "\n")
-
-    def poll(self, now: float) -> None:
-        """Write a sample if one is due at ``now``."""
-        if now < self.next_at:
-            return
-        sample = {"t": round(now - self.started, 6), **self.switch.sample(now, self.ports)}
-        self.file.write(json.dumps(sample, separators=(",", ":")) + "\n")
-        self.count += 1
-        self.next_at += self.interval_s
-        if self.next_at <= now:
-            self.next_at = now + self.interval_s
-
-    def close(self) -> int:
-        """Flush and close the file; the number of samples written."""
-        self.file.close()
-        return self.count
-
-
 class Agent:
     def __init__(self, switch: Switch, ports: dict[str, Port], control_path: Path,
-                 name: str) -> None:
+                 name: str, trace_roots: list[Path] | None = None,
+                 limits: TraceLimits = TraceLimits()) -> None:
+        """``trace_roots``: the folders traces may be written in (default: the control
+        socket's folder); ``limits``: the longest and largest trace allowed."""
         self.switch = switch
         self.ports = ports
         self.fds = {name: port.fd for name, port in ports.items()}  # drain's per-frame map
-        self.control_path = control_path
         self.name = name
+        self.trace_roots = trace_roots or [control_path.parent]
+        self.limits = limits
         self.trace: Trace | None = None
+        self.last_trace: TraceEnd | None = None  # ended by itself, until trace_stop asks
+        self.trace_failures = 0
+        self.admin_down: set[str] = set()  # ports taken down with the ``port`` command
         self.sel = selectors.SelectSelector()
         self.running = True
         self.started = time.monotonic()
+        self.housekeeping_at = self.started + HOUSEKEEPING_S
         for port in ports.values():
+            port.on_fault = self.port_failed
             self.sel.register(port.sock, selectors.EVENT_READ, ("port", port))
-        control_path.unlink(missing_ok=True)
-        self.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.control.bind(str(control_path))
-        self.control.listen(8)
-        self.control.setblocking(False)
-        self.sel.register(self.control, selectors.EVENT_READ, ("accept", None))
+        self.control = ControlServer(control_path, self.sel, self.handle, list(ports), limits,
+                                     self.log)
+
+    def log(self, message: str) -> None:
+        print(f"{self.name}: {message}", flush=True)
 
     def run(self) -> None:
         next_tick = time.monotonic() + TICK_S
         while self.running:
-            for key, _ in self.sel.select(self.timeout(next_tick)):
+            for key, mask in self.sel.select(self.timeout(next_tick)):
                 what, obj = key.data
                 if what == "port":
                     self.drain(obj)
-                elif what == "accept":
-                    self.accept()
                 else:
-                    self.serve(key.fileobj)
+                    self.control.ready(obj, mask)
             now = time.monotonic()
             self.pump(now)
-            if self.trace is not None:
-                self.trace.poll(now)
+            if self.trace is not None and not self.trace.poll(now):
+                self.trace_ended()
+            if now >= self.housekeeping_at:
+                self.housekeeping(now)
             if now >= next_tick:
                 self.transmit(self.switch.tick(now))
                 next_tick = now + TICK_S
         self.close()
 
     def timeout(self, next_tick: float) -> float:
-        """Seconds until the next tick, the next trace sample or the earliest send time of
-        a backlogged port."""
-        wake = next_tick
+        """Seconds until the next tick, the next housekeeping, the next trace sample or the
+        earliest send time of a backlogged port."""
+        wake = min(next_tick, self.housekeeping_at)
         if self.trace is not None and self.trace.next_at < wake:
             wake = self.trace.next_at
         next_send_time = self.switch.next_send_time
@@ -177,7 +161,10 @@ class Agent:
         This is the per-frame path: one ring call a batch, locals, the sends inlined."""
         name, fds, write = port.name, self.fds, os.write
         receive, monotonic = self.switch.receive, time.monotonic
-        for frame in port.ring.take(BATCH):
+        frames = port.ring.take(BATCH)
+        if not frames:  # readable with an empty ring: an error is pending on the socket
+            self.check_port(port)
+        for frame in frames:
             for dest, data in receive(name, frame, monotonic()):  # ``transmit``, inlined
                 try:
                     write(fds[dest], data)
@@ -198,34 +185,58 @@ class Agent:
         for name, frame in out:
             ports[name].write(frame)
 
-    def accept(self) -> None:
-        try:
-            conn, _ = self.control.accept()
-        except BlockingIOError:
-            return
-        conn.setblocking(True)
-        conn.settimeout(2.0)
-        self.sel.register(conn, selectors.EVENT_READ, ("conn", None))
+    def housekeeping(self, now: float) -> None:
+        """Now and then, not per frame: close stale control connections, and bring back a
+        port whose interface is up again."""
+        self.housekeeping_at = now + HOUSEKEEPING_S
+        self.control.expire(now)
+        for port in [p for p in self.ports.values() if p.fault is not None]:
+            if afpacket.link_running(port.iface):
+                self.reopen(port)
 
-    def serve(self, conn: socket.socket) -> None:
-        """One JSON request line in, one JSON reply line out, then close."""
-        self.sel.unregister(conn)
+    def check_port(self, port: Port) -> None:
+        """Read the error the kernel left on a port's socket: a wire that is down or gone
+        takes the port down; any other is logged."""
+        error = port.pending_error()
+        if error in WIRE_GONE:
+            self.port_failed(port, OSError(error, os.strerror(error)))
+        elif error:
+            self.log(f"{port.name} ({port.iface}): socket error {os.strerror(error)}")
+
+    def port_failed(self, port: Port, error: OSError) -> None:
+        """The wire is down or gone (its peer namespace deleted): the port goes down in the
+        model (routes withdrawn, queues flushed) and its socket leaves the selector, where it
+        would otherwise report an error at every turn of the loop. The socket stays open
+        until a new one replaces it, so the send path's descriptor stays valid."""
+        if port.fault is not None:
+            return
+        port.fault = f"{error.strerror} ({errno.errorcode.get(error.errno, error.errno)})"
+        self.sel.unregister(port.sock)
+        self.switch.set_port_up(port.name, False)
+        self.log(f"{port.name} ({port.iface}) down: {port.fault}; "
+                 "the port is back when its interface is up again")
+
+    def reopen(self, port: Port) -> None:
+        """A new socket on the interface that came back (a deleted one is a new device)."""
         try:
-            line = conn.makefile("rb").readline()
-            reply = self.handle(json.loads(line) if line else {})
-            conn.sendall(json.dumps(reply).encode() + b"\n")
-        except (OSError, ValueError) as e:
-            try:
-                conn.sendall(json.dumps({"ok": False, "error": str(e)}).encode() + b"\n")
-            except OSError:
-                pass
-        finally:
-            conn.close()
+            fresh = Port(port.name, port.iface, self.port_failed)
+        except OSError as e:
+            self.log(f"{port.name} ({port.iface}): still unusable: {e.strerror}")
+            return
+        fresh.kernel_drops, fresh.tx_errors = port.kernel_drops, port.tx_errors
+        self.ports[port.name] = fresh
+        self.fds[port.name] = fresh.fd
+        self.sel.register(fresh.sock, selectors.EVENT_READ, ("port", fresh))
+        port.close()
+        self.switch.set_port_up(port.name, port.name not in self.admin_down)
+        self.log(f"{port.name} ({port.iface}) up again")
 
     def handle(self, request: dict) -> dict:
-        cmd = request.get("cmd")
+        """A request ``fabric.control.parse_request`` checked: its reply."""
+        cmd = request["cmd"]
         if cmd == "ping":
-            return {"ok": True, "pid": os.getpid(), "uptime": time.monotonic() - self.started}
+            return {"ok": True, "pid": os.getpid(), "uptime": time.monotonic() - self.started,
+                    **self.status()}
         if cmd == "counters":
             counters = self.switch.counters()
             for port in self.ports.values():
@@ -233,13 +244,14 @@ class Agent:
                 entry["iface"] = port.iface
                 entry["kernel_rx_drops"] = port.poll_kernel_drops()
                 entry["tx_errors"] = port.tx_errors
+                entry["fault"] = port.fault
             counters["fidelity"] = fidelity(counters)
+            counters["agent"] = self.status()
             return {"ok": True, "counters": counters}
         if cmd == "port":
-            port, up = request.get("port"), request.get("up")
-            if port not in self.ports or not isinstance(up, bool):
-                return {"ok": False, "error": f"usage: port=<one of {sorted(self.ports)}>, up=bool"}
-            self.switch.set_port_up(port, up)
+            port, up = request["port"], request["up"]
+            (self.admin_down.discard if up else self.admin_down.add)(port)
+            self.switch.set_port_up(port, up and self.ports[port].fault is None)
             return {"ok": True}
         if cmd == "clear_fidelity":
             self.switch.clear_fidelity()
@@ -249,40 +261,74 @@ class Agent:
             return {"ok": True}
         if cmd == "trace":
             return self.start_trace(request)
-        if cmd == "trace_stop":
-            if self.trace is None:
-                return {"ok": False, "error": "no trace is running"}
-            path = str(self.trace.path)
-            return {"ok": True, "path": path, "samples": self.stop_trace()}
-        return {"ok": False, "error": f"unknown command {cmd!r}"}
+        return self.stop_trace()
+
+    def status(self) -> dict:
+        """What the agent itself went through: the trace running or the last one that
+        ended by itself, failed traces, ports down for a fault, the control socket's
+        counts."""
+        trace = None
+        if self.trace is not None:
+            trace = {"path": self.trace.path, "samples": self.trace.count,
+                     "bytes": self.trace.bytes, "running": True}
+        elif self.last_trace is not None:
+            trace = {**self.last_trace.as_dict(), "running": False}
+        return {"trace": trace, "trace_failures": self.trace_failures,
+                "ports_down": {p.name: p.fault for p in self.ports.values() if p.fault},
+                "control": dict(self.control.stats)}
 
     def start_trace(self, request: dict) -> dict:
-        """``trace``: path (absolute: the agent's working directory is not the caller's),
-        interval_ms (wall time, default 1.0), ports (default: every port it forwards on)."""
-        path, interval_ms = request.get("path"), request.get("interval_ms", 1.0)
-        ports = request.get("ports") or sorted(self.ports)
+        """``trace``: path (absolute, inside one of the agent's trace folders), interval_ms
+        (wall time, default 1.0), ports (default: every port it forwards on), max_seconds
+        and max_bytes (default and ceiling: the agent's limits)."""
         if self.trace is not None:
             return {"ok": False, "error": f"a trace to {self.trace.path} is running; "
                                           "trace_stop first"}
-        if not isinstance(path, str) or not Path(path).is_absolute():
-            return {"ok": False, "error": "usage: path=<absolute file path>"}
-        if not isinstance(interval_ms, (int, float)) or interval_ms <= 0:
-            return {"ok": False, "error": "interval_ms must be a positive number"}
-        unknown = [p for p in ports if p not in self.ports] if isinstance(ports, list) else ports
-        if unknown:
-            return {"ok": False, "error": f"ports {unknown} are not among {sorted(self.ports)}"}
-        self.trace = Trace(self.switch, self.name, Path(path), interval_ms / 1e3, ports,
-                           time.monotonic())
+        try:
+            out = open_trace_file(request["path"], self.trace_roots)
+        except TracePathError as e:
+            return {"ok": False, "error": str(e)}
+        self.last_trace = None
+        self.trace = Trace(self.switch, self.name, out, request["path"],
+                           request.get("interval_ms", 1.0) / 1e3,
+                           request.get("ports") or sorted(self.ports), time.monotonic(),
+                           max_seconds=request.get("max_seconds", self.limits.max_seconds),
+                           max_bytes=request.get("max_bytes", self.limits.max_bytes))
+        if self.trace.ended is not None:  # the header could not be written
+            self.trace_ended()
+            return self.stop_trace()
         return {"ok": True, "header": self.trace.header}
 
-    def stop_trace(self) -> int:
+    def trace_ended(self) -> None:
+        """The running trace ended: kept for ``trace_stop`` and ``status``, and logged when
+        it ended by itself (a limit, a failed write)."""
         trace, self.trace = self.trace, None
-        return trace.close() if trace is not None else 0
+        end = self.last_trace = trace.ended
+        if end.reason == "write_error":
+            self.trace_failures += 1
+            self.log(f"trace to {end.path} failed after {end.samples} samples: {end.error}")
+        elif end.reason != "stopped":
+            self.log(f"trace to {end.path} reached its {end.reason} limit after "
+                     f"{end.samples} samples ({end.bytes} bytes, {end.seconds:g} s)")
+
+    def stop_trace(self) -> dict:
+        """``trace_stop``: how the trace ended (``fabric.trace.TraceEnd``): stopped now, or
+        earlier at a limit. One that failed to write is an error: its file is incomplete."""
+        if self.trace is not None:
+            self.trace.close(time.monotonic())
+            self.trace_ended()
+        end, self.last_trace = self.last_trace, None
+        if end is None:
+            return {"ok": False, "error": "no trace is running"}
+        if end.reason == "write_error":
+            return {"ok": False, "error": f"trace to {end.path} failed after {end.samples} "
+                                          f"samples: {end.error}", "trace": end.as_dict()}
+        return {"ok": True, **end.as_dict()}
 
     def close(self) -> None:
-        self.stop_trace()
+        if self.trace is not None:
+            self.trace.close(time.monotonic())
         self.control.close()
-        self.control_path.unlink(missing_ok=True)
         for port in self.ports.values():
             port.close()
 
@@ -296,9 +342,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma list of wired interfaces (eth1,eth2,...)")
     parser.add_argument("--time-scale", type=float, default=None, metavar="S",
                         help="run every port at speed / S (default: unpaced, infinite rate)")
+    parser.add_argument("--trace-root", type=Path, action="append", default=[],
+                        metavar="DIR", help="a folder traces may be written in (repeat for "
+                        "more; default: the control socket's folder)")
+    parser.add_argument("--trace-max-seconds", type=float, default=TraceLimits.max_seconds,
+                        metavar="S", help="longest trace, and the default length (wall s)")
+    parser.add_argument("--trace-max-bytes", type=int, default=TraceLimits.max_bytes,
+                        metavar="N", help="largest trace file, and the default size")
     args = parser.parse_args(argv)
     if args.time_scale is not None and args.time_scale <= 0:
         parser.error("--time-scale must be positive")
+    if not 0 < args.trace_max_seconds < float("inf") or args.trace_max_bytes < MIN_MAX_BYTES:
+        parser.error(f"--trace-max-seconds must be positive and --trace-max-bytes at least "
+                     f"{MIN_MAX_BYTES}")
+    if not all(root.is_absolute() for root in args.trace_root):
+        parser.error("--trace-root must be an absolute path")
     try:
         switch = Switch(load(args.config), time_scale=args.time_scale)
     except ConfigError as e:
@@ -311,7 +369,12 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as e:
             print(f"{args.name}: cannot open {iface}: {e.strerror}", file=sys.stderr)
             return 2
-    agent = Agent(switch, ports, Path(args.control), args.name)
+    try:
+        agent = Agent(switch, ports, Path(args.control), args.name, args.trace_root,
+                      TraceLimits(args.trace_max_seconds, args.trace_max_bytes))
+    except (ControlError, OSError) as e:
+        print(f"{args.name}: control socket {args.control}: {e}", file=sys.stderr)
+        return 2
 
     def stop(_signum: int, _frame: object) -> None:
         agent.running = False

@@ -1,7 +1,10 @@
-"""Talk to a running switch agent over its control socket (one JSON line each way)."""
+"""Talk to a running switch agent over its control socket (one JSON line each way).
+
+Only root or the agent's own user may connect (``fabric.control``)."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -26,7 +29,12 @@ class AgentClient:
             raise AgentError(f"agent at {self.control}: {e.strerror or e}") from None
         if not line:
             raise AgentError(f"agent at {self.control} closed the connection")
-        reply = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            raise AgentError(f"agent at {self.control}: unreadable reply")
         if not reply.get("ok"):
             raise AgentError(f"agent at {self.control}: {reply.get('error', 'failed')}")
         return reply
@@ -46,15 +54,28 @@ class AgentClient:
         self.request("clear_fidelity")
 
     def trace_start(self, path: str | Path, interval_ms: float = 1.0,
-                    ports: list[str] | None = None) -> dict:
-        """Start the agent writing a time series to ``path`` (``fabric.agent.Trace``);
-        returns its header. The path is made absolute here: the agent runs elsewhere."""
-        return self.request("trace", path=str(Path(path).resolve()), interval_ms=interval_ms,
-                            ports=ports)["header"]
+                    ports: list[str] | None = None, max_seconds: float | None = None,
+                    max_bytes: int | None = None) -> dict:
+        """Start the agent writing a time series to ``path`` (``fabric.trace.Trace``),
+        which must lie in one of the agent's trace folders; returns its header. The agent
+        runs elsewhere, so the path's folder is made absolute (and real) here; its last
+        part is left alone: the agent refuses a symbolic link there rather than follow it.
+        ``max_seconds``/``max_bytes`` end the trace sooner than the agent's limits."""
+        path = Path(path)
+        limits = {k: v for k, v in (("max_seconds", max_seconds), ("max_bytes", max_bytes))
+                  if v is not None}
+        return self.request("trace", path=os.path.join(path.parent.resolve(), path.name),
+                            interval_ms=interval_ms, ports=ports, **limits)["header"]
+
+    def trace_end(self) -> dict:
+        """Stop the running trace, or collect one that ended by itself: path, samples,
+        bytes, seconds and reason (``stopped``, ``max_seconds``, ``max_bytes``). A trace
+        that failed to write (a full disk) raises AgentError: its file is incomplete."""
+        return self.request("trace_stop")
 
     def trace_stop(self) -> int:
-        """Stop the running trace; the number of samples it wrote."""
-        return self.request("trace_stop")["samples"]
+        """``trace_end``, for the number of samples written."""
+        return self.trace_end()["samples"]
 
 
 # Below this many paced frames a port's "p99" is its single worst frame: one scheduling

@@ -26,6 +26,9 @@ from labs.state import AgentState, LabState, pid_alive
 from labs.topology import Node, Topology
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# More folders the agents may write traces in (os.pathsep between them), besides the
+# repository's results/ and the lab's state folder; see traces_allowed_in.
+TRACE_ROOTS_ENV = "ROCELAB_TRACE_ROOTS"
 AGENT_START_TIMEOUT_S = 15.0
 LINKS_UP_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 3.0
@@ -171,13 +174,9 @@ class NetnsRuntime:
     def _start_agents(self, topo: Topology, state: LabState) -> None:
         for node in topo.switches:
             ns = state.namespaces[node.name]
-            control = state.dir / f"{node.name}.sock"
+            control = state.dir / "control" / f"{node.name}.sock"
             log = state.dir / f"{node.name}.log"
-            argv = in_namespace(ns, [sys.executable, "-m", "fabric.agent",
-                                     "--config", str(node.config_path), "--name", node.name,
-                                     "--control", str(control),
-                                     "--ports", ",".join(topo.interfaces(node.name)),
-                                     "--time-scale", str(node.time_scale)])
+            argv = in_namespace(ns, agent_argv(topo, node, state, control))
             env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
             with open(log, "wb") as out:
                 proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
@@ -211,6 +210,43 @@ class NetnsRuntime:
              timeout: float | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(self.exec_argv(state, node, argv), capture_output=True,
                               text=True, timeout=timeout)
+
+
+def agent_argv(topo: Topology, node: Node, state: LabState, control: Path) -> list[str]:
+    """The switch agent's command line. Its control socket goes in a folder the agent
+    keeps root-only (0700); it may write traces only under ``trace_roots``."""
+    roots = [arg for root in trace_roots(state) for arg in ("--trace-root", str(root))]
+    return [sys.executable, "-m", "fabric.agent", "--config", str(node.config_path),
+            "--name", node.name, "--control", str(control),
+            "--ports", ",".join(topo.interfaces(node.name)),
+            "--time-scale", str(node.time_scale), *roots]
+
+
+def trace_roots(state: LabState) -> list[Path]:
+    """Where a lab's agents may write traces: the repository's results/ (the checks' and
+    ``lab.trace``'s default), the lab's state folder, and each folder in
+    $ROCELAB_TRACE_ROOTS as ``lab.up`` saw it."""
+    extra = os.environ.get(TRACE_ROOTS_ENV, "").split(os.pathsep)
+    roots = [PROJECT_ROOT / "results", state.dir, *(Path(p).resolve() for p in extra if p)]
+    return list(dict.fromkeys(roots))
+
+
+@contextmanager
+def traces_allowed_in(folder: Path | None) -> Iterator[None]:
+    """Agents started inside the block may also write traces under ``folder`` (a check
+    run's --results folder); None changes nothing."""
+    if folder is None:
+        yield
+        return
+    old = os.environ.get(TRACE_ROOTS_ENV)
+    os.environ[TRACE_ROOTS_ENV] = os.pathsep.join(filter(None, (old, str(folder.resolve()))))
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[TRACE_ROOTS_ENV]
+        else:
+            os.environ[TRACE_ROOTS_ENV] = old
 
 
 def await_agent(agent: AgentState, deadline: float) -> None:

@@ -122,11 +122,12 @@ def up(tmp_path):
         assert traces(lab.name) == NOTHING
 
 
-def test_incast_with_pfc_loses_nothing_and_pauses_upstream(up, tmp_path):
+def test_incast_with_pfc_loses_nothing_and_pauses_upstream(up):
     lab, clab = up()
     count = frames_per_sender(clab.parent / "configs/leaf1/config_db.json")
     leaf1 = lab.agent("leaf1")
-    leaf1.trace_start(tmp_path / "leaf1.jsonl", interval_ms=1.0)
+    trace = lab.state.dir / "leaf1.jsonl"  # the agent writes only in the lab's folders
+    leaf1.trace_start(trace, interval_ms=1.0)
     try:
         senders, capture = incast(lab, count)
     finally:
@@ -150,7 +151,7 @@ def test_incast_with_pfc_loses_nothing_and_pauses_upstream(up, tmp_path):
     assert all(set(q) == {3} for q in xoff)  # only the lossless priority is ever paused
     assert sum(counters["leaf1"]["ports"][p]["pfc_tx"][3] for p in
                counters["leaf1"]["ports"]) >= len(pfc)
-    assert_trace_shows_congestion(tmp_path / "leaf1.jsonl", samples)
+    assert_trace_shows_congestion(trace, samples)
 
 
 def assert_trace_shows_congestion(path: Path, samples: int) -> None:
