@@ -151,6 +151,7 @@ class _Check:
         self.duration = 0.0
         self.properties: list[tuple[str, object]] = []
         self.printed = False
+        self.called = False  # its call phase reported (an interrupt can cut it short)
 
 
 class Report:
@@ -189,6 +190,7 @@ class Report:
             if prop not in check.properties:
                 check.properties.append(prop)
         if report.when == "call":
+            check.called = True
             if report.failed:
                 check.outcome, check.reason = "failed", reason_of(report)
             elif report.skipped:
@@ -276,9 +278,12 @@ class Report:
         }
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
+        complete = exitstatus != pytest.ExitCode.INTERRUPTED
         for check in self.checks.values():
+            if not complete and check.outcome == "passed" and not check.called:
+                check.outcome, check.reason = "error", "interrupted before it finished"
             self._print(check)
-        summary = self.summary(complete=exitstatus != pytest.ExitCode.INTERRUPTED)
+        summary = self.summary(complete=complete)
         results = results_dir(self.config)
         where = ""
         if results is not None:

@@ -134,12 +134,3 @@ def _release(lab: str, held: _Held) -> None:
         except OSError:  # another process is recording itself there: its to remove
             pass
     os.close(held.fd)  # closing the last descriptor releases the flock
-
-
-def is_free(lab: str) -> bool:
-    """Nobody holds the lab's lock now (a lab nobody uses: cleanup may judge it)."""
-    try:
-        with hold(lab, exclusive=True):
-            return True
-    except LabBusy:
-        return False
