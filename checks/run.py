@@ -86,30 +86,33 @@ def run(spec: str, k: str | None = None, results: str | Path | None = None,
     name = labs.lab_name(spec)
     given = given_results(results, overwrite) if results else None
     with lock.hold(name, exclusive=True), interruptible():
-        brought_up = None
-        if states.load(name) is None:
-            topology.load(spec)  # a bad topology is reported before anything is said or made
-            say(f"lab {name} is not running: bringing it up for the checks")
-            lab = brought_up = labs.up(spec, runtime)
-        else:
-            lab = labs.checked(spec, reuse=reuse, warn=say)
-        if given is not None:
-            shutil.rmtree(given, ignore_errors=True)  # empty, or a previous run's results
-            given.mkdir(parents=True)
-        folder = given or fresh_results(lab.name)
+        brought_up: labs.Lab | None = None
+        folder: Path | None = None
         try:
+            if states.load(name) is None:
+                topology.load(spec)  # a bad topology is reported before anything is made
+                say(f"lab {name} is not running: bringing it up for the checks")
+                lab = brought_up = labs.up(spec, runtime)
+            else:
+                lab = labs.checked(spec, reuse=reuse, warn=say)
+            if given is not None:
+                shutil.rmtree(given, ignore_errors=True)  # empty, or a previous run's results
+                given.mkdir(parents=True)
+            folder = given or fresh_results(lab.name)
             report.provisional(folder, lab.name, lab.state.runtime,
                                max((n.time_scale for n in lab.topology.switches), default=None))
             code = _pytest(pytest_argv(lab.name, folder, k, extra), say)
             return code, folder
         finally:
             with deferred():
-                _remove_variants(name, folder, say)
+                logs = folder / AGENT_LOGS if folder is not None else None
+                if folder is not None:
+                    _remove_variants(name, folder, say)
                 if brought_up is not None:
-                    brought_up.down(logs=folder / AGENT_LOGS)
-                    say(f"lab {name} taken down (agent logs in {folder / AGENT_LOGS})")
-                else:
-                    states.keep_logs(lab.state, folder / AGENT_LOGS)
+                    brought_up.down(logs=logs)
+                    say(f"lab {name} taken down" + (f" (agent logs in {logs})" if logs else ""))
+                elif logs is not None:
+                    states.keep_logs(lab.state, logs)
 
 
 def _pytest(argv: list[str], say: Callable[[str], None]) -> int:

@@ -197,16 +197,21 @@ def expected_path(spec: str) -> Path | None:
 
 def cleanup(everything: bool = False) -> Cleanup:
     """Remove labs whose deploy crashed, whose agents died, or variant labs nobody holds
-    (every lab with everything). Each lab on its own, under its lock: one that is busy or
-    fails to go is reported and the others are still removed."""
+    (every lab with everything). Each lab on its own, under its lock: one that had to go but
+    is busy or fails to go is reported, and the others are still removed."""
     done = Cleanup()
-    for name in [s.lab for s in states.all_labs()]:
+    for seen in states.all_labs():
+        name = seen.lab
         try:
             with lock.hold(name, exclusive=True), deferred():
                 state = states.load(name)  # again, under the lock: it may have changed
-                if state is not None and (everything or abandoned(state)):
+                if state is not None and (everything or broken(state)
+                                          or state.parent is not None):
                     _down(state)
                     done.removed.append(name)
+        except lock.LabBusy as e:  # in use: a failure only if it had to go
+            if everything or broken(seen):
+                done.failed[name] = _one_line(e)
         except Exception as e:  # noqa: BLE001 - any failure is this lab's, said in one line
             done.failed[name] = _one_line(e)
     if everything:
@@ -223,13 +228,14 @@ def cleanup(everything: bool = False) -> Cleanup:
     return done
 
 
-def abandoned(state: LabState) -> bool:
-    """A deploy whose deployer died, a lab with a dead agent, or a check's variant lab (its
-    check holds its lock while it exists: the caller holds it now, so the check is gone)."""
+def broken(state: LabState) -> bool:
+    """A deploy whose deployer died, or a lab with a dead agent. (A check's variant lab is
+    removed too when cleanup gets its lock: its check holds it while the variant is in use,
+    so the check is gone.)"""
     crashed = state.status == "deploying" and not states.pid_alive(state.deployer_pid,
                                                                    state.deployer_started)
     dead = state.status == "up" and not all(agent_alive(a) for a in state.agents.values())
-    return crashed or dead or state.parent is not None
+    return crashed or dead
 
 
 def _one_line(e: Exception) -> str:

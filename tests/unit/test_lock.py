@@ -138,3 +138,13 @@ def _elsewhere(lab: str) -> str:
               "except lock.LabBusy:\n    print('busy')\n")
     return subprocess.run([sys.executable, "-c", script, lab], cwd=ROOT, capture_output=True,
                           text=True, timeout=30, check=True).stdout.strip()
+
+
+def test_cleanup_passes_over_a_healthy_lab_in_use_without_calling_it_a_failure(holder):
+    state = LabState.new("inuse", "/x/inuse.clab.yml")
+    state.status = "up"  # no agents: nothing dead
+    state.save()
+    holder("inuse", exclusive=False)
+    done = labs.cleanup()
+    assert done.removed == [] and done.failed == {}
+    assert states.load("inuse") is not None
