@@ -6,6 +6,8 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from invoke import Collection, Exit, task
@@ -15,6 +17,7 @@ from rich.table import Table
 from fabric.client import AgentError
 from fabric.config import ConfigError
 from labs import lab as labs
+from labs import lock
 from labs import state as states
 from labs.runtimes.netns import LabError
 from labs.topology import TopologyError
@@ -34,6 +37,32 @@ def _fail(e: Exception | str) -> Exit:
     return Exit(f"rocelab: {e}", code=2 if isinstance(e, (str, *BAD_INPUT)) else 1)
 
 
+def _interrupted(e: KeyboardInterrupt, what: str) -> Exit:
+    """Ctrl-C, SIGTERM or SIGHUP: say what was undone; exit 128 + the signal, as a shell
+    reports a process the signal stopped."""
+    signum = getattr(e, "signum", 2)
+    return Exit(f"rocelab: interrupted ({'SIGINT' if signum == 2 else str(e)}): {what}",
+                code=128 + signum)
+
+
+REUSE_HELP = ("use a running lab whose files changed since lab.up, or that was brought up "
+              "from another path (warns instead of refusing)")
+
+
+@contextmanager
+def _using(spec: str, reuse: bool | None = None) -> Iterator[labs.Lab]:
+    """The running lab ``spec`` names (the only one when empty) under a shared lock: no up,
+    down or check of it meanwhile. With ``reuse`` given, it is refused when stale
+    (labs.lab.checked)."""
+    name = labs.name_of(spec)
+    with lock.hold(name, exclusive=False):
+        if reuse is None:
+            yield labs.running(name)
+        else:
+            yield labs.checked(spec, reuse=reuse,
+                               warn=lambda line: console.print(f"[yellow]{line}[/]"))
+
+
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
             "runtime": "netns (default, embedded) or containerlab (docs/containerlab.md)"})
 def up(c, name, runtime="netns"):
@@ -43,6 +72,8 @@ def up(c, name, runtime="netns"):
             lab = labs.up(name, runtime)
     except USER_ERRORS as e:
         raise _fail(e) from None
+    except KeyboardInterrupt as e:
+        raise _interrupted(e, f"lab {name} rolled back") from None
     console.print(f"[green]lab {lab.name} is up[/]: {len(lab.topology.nodes)} nodes, "
                   f"{len(lab.topology.links)} links (state in {lab.state.dir})")
 
@@ -54,15 +85,18 @@ def down(c, name):
         removed = labs.down(name)
     except USER_ERRORS as e:
         raise _fail(e) from None
-    console.print(f"lab {name} " + ("removed" if removed else "was not running"))
+    kept = states.kept_logs(labs.lab_name(name))
+    console.print(f"lab {name} " + (f"removed (agent logs kept in {kept})" if removed
+                                    and kept.is_dir() else "removed" if removed
+                                    else "was not running"))
 
 
-@task(help={"name": "lab name (default: the only running lab)"})
-def status(c, name=""):
+@task(help={"name": "lab name (default: the only running lab)", "reuse": REUSE_HELP})
+def status(c, name="", reuse=False):
     """Nodes, agents, links and counters of a running lab."""
     try:
-        lab = labs.running(name) if name else labs.the_only_running()
-        nodes, links = lab.status()
+        with _using(name, reuse) as lab:
+            nodes, links = lab.status()
     except USER_ERRORS as e:
         raise _fail(e) from None
     table = Table(title=f"lab {lab.name} ({lab.state.runtime}, {lab.state.status})")
@@ -110,12 +144,11 @@ def _fidelity_cell(verdict: dict | None) -> str:
 def pingall(c, name=""):
     """Every host pings every other host, both ways; shows router hops on each path."""
     try:
-        lab = labs.running(name) if name else labs.the_only_running()
-        with console.status("pinging all host pairs"):
+        with _using(name) as lab, console.status("pinging all host pairs"):
             results = lab.ping_all()
     except USER_ERRORS as e:
         raise _fail(e) from None
-    hosts = sorted({r.src for r in results})
+    hosts = sorted(h.name for h in lab.topology.hosts)
     table = Table(title=f"reachability in {lab.name} (cell: router hops, from the reply TTL)")
     table.add_column("from \\ to")
     for h in hosts:
@@ -128,6 +161,8 @@ def pingall(c, name=""):
     console.print(table)
     failed = [r for r in results if not r.ok]
     console.print(f"{len(results) - len(failed)}/{len(results)} host pairs reachable")
+    for problem in sorted({r.error for r in failed if r.error}):
+        console.print(f"[red]{problem}[/]")
     if failed:
         raise Exit("rocelab: unreachable: " + ", ".join(f"{r.src}->{r.dst}" for r in failed),
                    code=1)
@@ -140,11 +175,10 @@ def exec_(c, node, lab=""):
     if not argv:
         raise Exit("rocelab: give the command after --, e.g. invoke lab.exec h1 -- ip addr", 2)
     try:
-        handle = labs.running(lab) if lab else labs.the_only_running()
-        command = handle.runtime.exec_argv(handle.state, node, argv)
+        with _using(lab) as handle:
+            code = subprocess.call(handle.runtime.exec_argv(handle.state, node, argv))
     except USER_ERRORS as e:
         raise _fail(e) from None
-    code = subprocess.call(command)
     if code:
         raise Exit(code=code)
 
@@ -158,16 +192,16 @@ def trace(c, node, seconds=5.0, out="", interval_ms=1.0, lab=""):
     """Record a switch's queue depths, PG occupancy and pause state over time, for plots
     (docs/lab-guide.md, "Time series")."""
     try:
-        handle = labs.running(lab) if lab else labs.the_only_running()
-        path = Path(out) if out else _default_trace_path(handle.name, node)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        agent = handle.agent(node)
-        agent.trace_start(path, interval_ms=interval_ms)
-        try:
-            with console.status(f"tracing {node} for {seconds:g} s"):
-                time.sleep(seconds)
-        finally:
-            samples = agent.trace_stop()
+        with _using(lab) as handle:
+            path = Path(out) if out else _default_trace_path(handle.name, node)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            agent = handle.agent(node)
+            agent.trace_start(path, interval_ms=interval_ms)
+            try:
+                with console.status(f"tracing {node} for {seconds:g} s"):
+                    time.sleep(seconds)
+            finally:
+                samples = agent.trace_stop()
     except USER_ERRORS as e:
         raise _fail(e) from None
     console.print(f"{path.resolve()}: {samples} samples")
@@ -222,9 +256,15 @@ def list_(c):
 
 @task(help={"all": "remove every lab, healthy or not"})
 def cleanup(c, all=False):
-    """Remove leftovers of crashed runs (labs whose deploy died or whose agents died)."""
-    removed = labs.cleanup(everything=all)
-    console.print("removed: " + (", ".join(removed) if removed else "nothing"))
+    """Remove leftovers of crashed runs (labs whose deploy crashed or whose agents died, and
+    variant labs of a check that is gone); each lab on its own, failures said per lab."""
+    done = labs.cleanup(everything=all)
+    console.print("removed: " + (", ".join(done.removed) if done.removed else "nothing"))
+    for name, why in done.failed.items():
+        console.print(f"[red]not removed[/]: {name}: {why}", soft_wrap=True)
+    if done.failed:
+        raise Exit(f"rocelab: {len(done.failed)} lab(s) not removed: "
+                   f"{', '.join(done.failed)}", code=1)
 
 
 @task
@@ -245,15 +285,21 @@ def bench(c, only=""):
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml (brought up and down "
                     "again if it is not running)",
             "k": "only the checks matching this pytest -k expression",
-            "results": "results folder (default: results/<lab>-<YYYYmmdd-HHMMSS>/)"})
-def check(c, name, k="", results=""):
+            "results": "results folder (default: a new results/<lab>-<YYYYmmdd-HHMMSS>[-N]/); "
+                       "refused when not empty unless --overwrite",
+            "overwrite": "replace the previous run's results in --results",
+            "reuse": REUSE_HELP})
+def check(c, name, k="", results="", overwrite=False, reuse=False):
     """Run the checks (checks/) against a live lab: [PASS]/[FAIL] per check, JUnit + JSON."""
     from checks import run as checks
     try:
         code, folder = checks.run(name, k=k or None, results=results or None,
-                                  say=console.print)
+                                  say=console.print, reuse=reuse, overwrite=overwrite)
     except USER_ERRORS as e:
         raise _fail(e) from None
+    except KeyboardInterrupt as e:
+        raise _interrupted(e, "the checks stopped after their teardown; every lab the run "
+                              "brought up is down (summary.json says incomplete)") from None
     if code:
         raise Exit(f"rocelab: checks failed (exit {code}); evidence in {folder}", code=code)
 
@@ -264,14 +310,15 @@ def check(c, name, k="", results=""):
             "ecn": "ECN of RoCE frames (0 not ECT, 1 ECT1, 2 ECT0, 3 CE)",
             "pcp": "802.1p priority (RoCE tag; the priority a PFC frame pauses)",
             "vlan": "tag on RoCE frames: 0 priority tag (default), N for VID N, none",
-            "pcap": "folder for one pcapng per interface (Wireshark evidence)"})
-def probe(c, src, dst, lab="", kind="v2", count=3, dscp=26, ecn=2, pcp=3, vlan="0", pcap=""):
+            "pcap": "folder for one pcapng per interface (Wireshark evidence)",
+            "reuse": REUSE_HELP})
+def probe(c, src, dst, lab="", kind="v2", count=3, dscp=26, ecn=2, pcp=3, vlan="0", pcap="",
+          reuse=False):
     """Send crafted RoCE/PFC frames from a host; show where they went and what changed."""
     if vlan.lower() != "none" and not vlan.isdigit():
         raise _fail(f"--vlan {vlan!r} is not a VLAN id or 'none'")
     try:
-        handle = labs.running(lab) if lab else labs.the_only_running()
-        with console.status(f"probing {kind} {src} -> {dst}"):
+        with _using(lab, reuse) as handle, console.status(f"probing {kind} {src} -> {dst}"):
             result = probes.probe(handle, src, dst, kind, count=count, dscp=dscp, ecn=ecn,
                                   pcp=pcp, vlan=None if vlan.lower() == "none" else int(vlan),
                                   pcap_dir=Path(pcap) if pcap else None)
@@ -290,7 +337,7 @@ def _hosts(text: str, lab: labs.Lab) -> list[str]:
 
 
 def _run_pattern(lab: str, pattern: str, build, json_path: str, timeout: float,
-                 dcqcn: str) -> None:
+                 dcqcn: str, reuse: bool) -> None:
     """Run a pattern with a progress bar, print the flow table, write JSON, exit 1 unless
     every message arrived."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeElapsedColumn
@@ -300,10 +347,9 @@ def _run_pattern(lab: str, pattern: str, build, json_path: str, timeout: float,
             raise _fail(f"--dcqcn {dcqcn!r}: say on or off")
         nic = {"*": {"dcqcn": {"enabled": dcqcn == "on"}}}
     try:
-        handle = labs.running(lab)
-        flows = build(handle)
-        with Progress("[progress.description]{task.description}", BarColumn(),
+        with _using(lab, reuse) as handle, Progress("[progress.description]{task.description}", BarColumn(),
                       DownloadColumn(), TimeElapsedColumn(), console=console) as bar:
+            flows = build(handle)
             job = bar.add_task(f"{pattern}: {len(flows)} flows", total=None)
             result = patterns.run(handle, flows, pattern=pattern, timeout_s=timeout, nic=nic,
                                   progress=lambda done, total: bar.update(job, completed=done,
@@ -322,40 +368,44 @@ def _run_pattern(lab: str, pattern: str, build, json_path: str, timeout: float,
 PATTERN_HELP = {"lab": "lab name or topology path", "size": "message bytes",
                 "count": "messages per flow", "qps": "QPs per pair of hosts",
                 "json": "write every flow's results here", "timeout": "seconds before giving up",
-                "dcqcn": "on or off for every host (default: the hosts' NIC settings)"}
+                "dcqcn": "on or off for every host (default: the hosts' NIC settings)",
+                "reuse": REUSE_HELP}
 
 
 @task(help={**PATTERN_HELP, "to": "receiving host", "from": "sending hosts (default: all others)"})
 def incast(c, lab, to="", from_="", size=65536, count=16, qps=1, json="", timeout=60,
-           dcqcn=""):
+           dcqcn="", reuse=False):
     """N:1 RoCE incast (RDMA WRITE over RC QPs) through the lab."""
     if not to:
         raise _fail("give the receiver: --to h1")
     _run_pattern(lab, "incast", lambda h: patterns.incast(
-        to, [s for s in _hosts(from_, h) if s != to], size, count, qps), json, timeout, dcqcn)
+        to, [s for s in _hosts(from_, h) if s != to], size, count, qps), json, timeout, dcqcn,
+        reuse)
 
 
 @task(help={**PATTERN_HELP, "hosts": "hosts, comma-separated (default: all)"})
-def alltoall(c, lab, hosts="", size=65536, count=8, qps=1, json="", timeout=60, dcqcn=""):
+def alltoall(c, lab, hosts="", size=65536, count=8, qps=1, json="", timeout=60, dcqcn="",
+             reuse=False):
     """Every host sends to every other host at once."""
     _run_pattern(lab, "alltoall", lambda h: patterns.alltoall(_hosts(hosts, h), size, count,
-                                                               qps), json, timeout, dcqcn)
+                                                               qps), json, timeout, dcqcn, reuse)
 
 
 @task(help={**{k: v for k, v in PATTERN_HELP.items() if k not in ("count", "qps")},
             "hosts": "ring order, comma-separated (default: all hosts)",
             "size": "bytes each host reduces (split in N chunks)"})
-def allreduce(c, lab, hosts="", size=4 << 20, json="", timeout=60, dcqcn=""):
+def allreduce(c, lab, hosts="", size=4 << 20, json="", timeout=60, dcqcn="", reuse=False):
     """Ring all-reduce: 2(N-1) steps, each host's step waiting for its neighbour's chunk."""
     _run_pattern(lab, "allreduce", lambda h: patterns.ring_allreduce(_hosts(hosts, h), size),
-                 json, timeout, dcqcn)
+                 json, timeout, dcqcn, reuse)
 
 
 @task(help={"lab": "lab name or topology path", "src": "client host (sends)",
             "dst": "server host (receives)", "test": "write_bw or send_lat",
             "size": "message bytes (0: every size, perftest -a)",
-            "iterations": "iterations per size"})
-def perftest(c, lab, src="", dst="", test="write_bw", size=65536, iterations=1000):
+            "iterations": "iterations per size", "reuse": REUSE_HELP})
+def perftest(c, lab, src="", dst="", test="write_bw", size=65536, iterations=1000,
+             reuse=False):
     """perftest over Soft-RoCE (rdma_rxe) between two hosts; says what is missing if it can't."""
     if not src or not dst:
         raise _fail("give both hosts: --src h2 --dst h1")
@@ -363,8 +413,8 @@ def perftest(c, lab, src="", dst="", test="write_bw", size=65536, iterations=100
     if not found.available:
         raise Exit(f"rocelab: {found.reason}", code=1)
     try:
-        handle = labs.running(lab)
-        with console.status(f"{softroce.TESTS.get(test, test)} {src} -> {dst}"):
+        with _using(lab, reuse) as handle, \
+                console.status(f"{softroce.TESTS.get(test, test)} {src} -> {dst}"):
             run = softroce.run(handle, src, dst, test, size=size or None, iterations=iterations)
     except (*USER_ERRORS, softroce.SoftRoceError, tcp_baseline.TcpBaselineError) as e:
         raise _fail(e) from None
@@ -382,15 +432,15 @@ def perftest(c, lab, src="", dst="", test="write_bw", size=65536, iterations=100
             "from": "sending hosts, comma-separated",
             "seconds": "how long each flow sends (whole seconds)",
             "bytes": "send this many bytes per flow instead of for --seconds",
-            "dscp": "DSCP of every flow (TOS = DSCP << 2): 26 lossless class, 0 lossy"})
-def tcp_incast(c, lab, to="", from_="", seconds=5, bytes_=0, dscp=0):
+            "dscp": "DSCP of every flow (TOS = DSCP << 2): 26 lossless class, 0 lossy",
+            "reuse": REUSE_HELP})
+def tcp_incast(c, lab, to="", from_="", seconds=5, bytes_=0, dscp=0, reuse=False):
     """N:1 TCP incast with iperf3: the kernel-TCP baseline for the RoCE incast."""
     srcs = [s.strip() for s in from_.split(",") if s.strip()]
     if not to or not srcs:
         raise _fail("give the receiver and the senders: --to h1 --from h2,h3")
     try:
-        handle = labs.running(lab)
-        with console.status(f"TCP incast {','.join(srcs)} -> {to}"):
+        with _using(lab, reuse) as handle, console.status(f"TCP incast {','.join(srcs)} -> {to}"):
             result = tcp_baseline.incast(handle, to, srcs, seconds=None if bytes_ else seconds,
                                          nbytes=bytes_ or None, dscp=dscp)
     except (*USER_ERRORS, tcp_baseline.TcpBaselineError) as e:

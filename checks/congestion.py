@@ -13,8 +13,10 @@ brought up under another name next to it and always taken down again.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,7 +31,10 @@ from fabric.client import fidelity
 from fabric.config import port_name
 from fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
 from labs import lab as labs
+from labs import lock
+from labs import state as states
 from labs.lab import Lab
+from labs.runtimes.netns import LabError
 from labs.nic import NicSettings
 from traffic import patterns
 from traffic.capture import Capture
@@ -281,23 +286,42 @@ def headroom_of(xoff: int) -> Callable[[dict], None]:
     return edit
 
 
+def variant_name(lab: str, suffix: str) -> str:
+    """``<lab>-<suffix>-<tag>``, the lab's part shortened so that the whole is a valid lab
+    name (32 characters at most) whatever the lab's length. The tag hashes both: a variant
+    never takes its lab's name, nor the name of another lab's variant with the same
+    shortened prefix."""
+    if not re.fullmatch(r"[a-z0-9]{1,12}", suffix):
+        raise ValueError(f"variant suffix {suffix!r}: 1 to 12 lowercase letters or digits")
+    tag = hashlib.sha256(f"{lab}/{suffix}".encode()).hexdigest()[:6]
+    keep = 32 - len(suffix) - len(tag) - 2
+    return f"{lab[:keep]}-{suffix}-{tag}"
+
+
 @contextmanager
 def variant(lab: Lab, suffix: str, folder: Path, edit: Callable[[dict], None]) -> Iterator[Lab]:
-    """A copy of ``lab`` with edited switch configs, up for the block and down after it."""
+    """A copy of ``lab`` with edited switch configs, up for the block and down after it
+    (its agent logs kept in its folder), holding its lock all along. Recorded as ``lab``'s
+    variant, so that ``invoke check`` and ``lab.cleanup`` remove one a killed run left."""
     source = Path(lab.state.topology)
-    name = f"{lab.name}-{suffix}"[:32]
-    copy = folder / name
-    if copy.exists():
-        shutil.rmtree(copy)
-    shutil.copytree(source.parent, copy, ignore=shutil.ignore_patterns("*.clab.yml"))
-    doc = yaml.safe_load(source.read_text())
-    doc["name"] = name
-    clab = copy / f"{name}.clab.yml"
-    clab.write_text(yaml.safe_dump(doc, sort_keys=False))
-    edit_configs(clab, edit)
-    labs.down(name)  # a copy left over by a killed run
-    other = labs.up(str(clab))
-    try:
-        yield other
-    finally:
-        other.down()
+    name = variant_name(lab.name, suffix)
+    with lock.hold(name, exclusive=True):
+        copy = folder / name
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(source.parent, copy, ignore=shutil.ignore_patterns("*.clab.yml"))
+        doc = yaml.safe_load(source.read_text())
+        doc["name"] = name
+        clab = copy / f"{name}.clab.yml"
+        clab.write_text(yaml.safe_dump(doc, sort_keys=False))
+        edit_configs(clab, edit)
+        left = states.load(name)
+        if left is not None and left.parent != lab.name:
+            raise LabError(f"variant name {name} is taken by a lab that is not a variant of "
+                           f"{lab.name}")
+        labs.down(name)  # a copy left over by a killed run
+        other = labs.up(str(clab), parent=lab.name)
+        try:
+            yield other
+        finally:
+            other.down(logs=copy / "agent-logs")

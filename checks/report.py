@@ -5,10 +5,15 @@ Loaded with ``-p checks.report`` (``invoke check`` does). It
 - prints one line per check as it finishes: ``[PASS] name``, ``[FAIL] name: reason``
   (the first line of the assertion message), ``[SKIP] name: reason``, ``[ERROR] name:
   reason`` (the check could not run: setup failed);
-- writes ``<results>/summary.json``: lab, runtime, time scale, start time, duration, and
+- writes ``<results>/summary.json`` (atomically): status (``complete``, or ``incomplete``
+  when the run was interrupted), lab, runtime, time scale, the topology path and the sha256
+  of every file the lab was deployed from (``labs.fingerprint``), start time, duration, and
   per check its outcome, reason, duration, evidence files, plots and fidelity;
 - writes ``<results>/summary.md`` from it (``checks.summary_md``), the page to read first;
 - ends with one count line: ``checks: 5 passed, 1 failed (results in ...) report: .../summary.md``.
+
+``invoke check`` writes a provisional summary (status ``incomplete``) before pytest starts
+(``provisional``), so a run killed outright still leaves one that says so.
 
 Checks attach evidence with ``record_evidence(item_or_request, path)``, or a whole folder
 with ``record_evidence_dir``; a PNG to show in the report with ``record_plot``; whether the
@@ -24,6 +29,9 @@ from pathlib import Path
 import pytest
 
 from checks.summary_md import write_markdown
+from labs import fingerprint
+from labs import state as states
+from labs.topology import NAME_RE
 
 LAB_INFO = pytest.StashKey[dict]()  # {"lab", "runtime", "time_scale"}, set by the lab fixture
 EVIDENCE = "evidence"
@@ -31,6 +39,8 @@ EVIDENCE_DIR = "evidence_dir"
 PLOT = "plot"
 FIDELITY = "fidelity"
 LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}
+NOT_FINISHED = "the checks did not finish: pytest was killed or crashed"
+INTERRUPTED = "the checks were interrupted: the results are partial"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,6 +93,36 @@ def merged_fidelity(properties: list[tuple[str, object]]) -> dict | None:
     return merged
 
 
+def deployed(lab: str | None) -> dict:
+    """What the lab was brought up from: its topology path and the sha256 of each file
+    (the hashes that ran), and which of them differ now (a lab used with --reuse)."""
+    try:
+        state = states.load(lab) if lab and NAME_RE.match(lab) else None
+    except ValueError:  # unreadable: nothing to say about what ran
+        state = None
+    if state is None:
+        return {"topology": None, "fingerprint": {}, "changed_since_up": []}
+    return {"topology": state.topology, "fingerprint": state.fingerprint,
+            "changed_since_up": fingerprint.changed(state.fingerprint)}
+
+
+def write_summary(results: Path, summary: dict) -> Path:
+    """summary.json, written atomically, and summary.md from it; the markdown's path."""
+    results.mkdir(parents=True, exist_ok=True)
+    states.write_atomic(results / "summary.json", json.dumps(summary, indent=1) + "\n")
+    return write_markdown(results)
+
+
+def provisional(results: Path, lab: str, runtime: str, time_scale: float | None) -> Path:
+    """The summary a run leaves if pytest never writes its own: status incomplete."""
+    return write_summary(results, {
+        "status": "incomplete", "status_reason": NOT_FINISHED, "lab": lab, "runtime": runtime,
+        "time_scale": time_scale, **deployed(lab),
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "duration": None, "results": str(results),
+        "counts": {k: 0 for k in LABELS}, "checks": []})
+
+
 def reason_of(report: pytest.TestReport) -> str:
     """One line a person can read: the assertion's own message when it has one."""
     if report.skipped:
@@ -111,6 +151,7 @@ class _Check:
         self.duration = 0.0
         self.properties: list[tuple[str, object]] = []
         self.printed = False
+        self.called = False  # its call phase reported (an interrupt can cut it short)
 
 
 class Report:
@@ -149,6 +190,7 @@ class Report:
             if prop not in check.properties:
                 check.properties.append(prop)
         if report.when == "call":
+            check.called = True
             if report.failed:
                 check.outcome, check.reason = "failed", reason_of(report)
             elif report.skipped:
@@ -211,13 +253,17 @@ class Report:
                 out.append(text)
         return out
 
-    def summary(self) -> dict:
+    def summary(self, complete: bool = True) -> dict:
         results = results_dir(self.config)
         info = self.config.stash.get(LAB_INFO, {})
+        lab = info.get("lab") or self.config.getoption("lab", default=None)
         return {
-            "lab": info.get("lab") or self.config.getoption("lab", default=None),
+            "status": "complete" if complete else "incomplete",
+            "status_reason": "" if complete else INTERRUPTED,
+            "lab": lab,
             "runtime": info.get("runtime"),
             "time_scale": info.get("time_scale"),
+            **deployed(lab),
             "started": datetime.fromtimestamp(self.started, timezone.utc).isoformat(
                 timespec="seconds"),
             "duration": round(time.time() - self.started, 3),
@@ -232,15 +278,16 @@ class Report:
         }
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
+        complete = exitstatus != pytest.ExitCode.INTERRUPTED
         for check in self.checks.values():
+            if not complete and check.outcome == "passed" and not check.called:
+                check.outcome, check.reason = "error", "interrupted before it finished"
             self._print(check)
-        summary = self.summary()
+        summary = self.summary(complete=complete)
         results = results_dir(self.config)
         where = ""
         if results is not None:
-            results.mkdir(parents=True, exist_ok=True)
-            (results / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-            where = f" (results in {results}) report: {write_markdown(results)}"
+            where = f" (results in {results}) report: {write_summary(results, summary)}"
         counts = summary["counts"]
         parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "error", "skipped")
                  if counts[k] or k in ("passed", "failed")]

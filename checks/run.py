@@ -1,26 +1,67 @@
 """``invoke check``: run the checks against a lab, bringing it up (and down) if needed.
 
 pytest runs in a subprocess, so a check that hangs or crashes the interpreter cannot take
-the lab's teardown with it; the lab this brought up is always taken down again.
+the lab's teardown with it; the lab this brought up is always taken down again. The whole
+run holds the lab's lock exclusively. A lab already running is refused when it is not what
+its files say (``labs.lab.checked``) unless ``reuse``; a lab this run brings up is deployed
+fresh from the files. Ctrl-C, SIGTERM and SIGHUP are forwarded to pytest once, as an
+interrupt, and the run waits for pytest's teardown (which takes down its variant labs)
+before taking its own lab down; variant labs a killed pytest left are removed here.
 """
 from __future__ import annotations
 
+import itertools
+import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from checks import report
 from labs import lab as labs
+from labs import lock
 from labs import state as states
 from labs import topology
-from labs.runtimes.netns import traces_allowed_in
+from labs.interrupt import ALL, Interrupted, deferred, here_only, interruptible
+from labs.runtimes.netns import LabError, traces_allowed_in
 
 ROOT = Path(__file__).resolve().parent.parent
+TEARDOWN_TIMEOUT_S = 120.0  # after an interrupt, pytest's teardown gets this long
+AGENT_LOGS = "agent-logs"  # in the results folder
 
 
-def default_results(lab_name: str) -> Path:
-    return ROOT / "results" / f"{lab_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+def fresh_results(lab_name: str, base: Path | None = None) -> Path:
+    """A new folder ``results/<lab>-<YYYYmmdd-HHMMSS>[-N]``, created here: two runs in the
+    same second (even in two processes: mkdir is atomic) get two folders."""
+    base = base or ROOT / "results"
+    base.mkdir(parents=True, exist_ok=True)
+    stem = f"{lab_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    for n in itertools.count(1):
+        folder = base / (stem if n == 1 else f"{stem}-{n}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+
+
+def given_results(results: str | Path, overwrite: bool) -> Path:
+    """The folder ``--results`` names, refused when it holds anything unless ``overwrite``;
+    even then only a previous run's results (it has a summary.json) are replaced."""
+    folder = Path(results).resolve()
+    if folder.exists() and not folder.is_dir():
+        raise LabError(f"--results {folder}: not a folder")
+    if folder.is_dir() and any(folder.iterdir()):
+        if not overwrite:
+            raise LabError(f"--results {folder} is not empty: name a new folder, or pass "
+                           "--overwrite to replace a previous run's results")
+        if not (folder / "summary.json").is_file():
+            raise LabError(f"--results {folder}: --overwrite replaces only a previous run's "
+                           "results (a folder with a summary.json), and it has none")
+    return folder
 
 
 def pytest_argv(lab: str, results: Path, k: str | None = None,
@@ -38,30 +79,100 @@ def pytest_argv(lab: str, results: Path, k: str | None = None,
 
 def run(spec: str, k: str | None = None, results: str | Path | None = None,
         runtime: str = "netns", say: Callable[[str], None] = print,
-        extra: list[str] | None = None) -> tuple[int, Path]:
+        extra: list[str] | None = None, reuse: bool = False,
+        overwrite: bool = False) -> tuple[int, Path]:
     """Run the checks on lab ``spec`` (name or topology path); (pytest's exit code, results
     folder). A lab that is not running is brought up first and always taken down after.
     The agents this run starts (the lab's, the checks' variant labs') may trace into
     ``results``."""
     with traces_allowed_in(Path(results) if results else None):
-        return _run(spec, k, results, runtime, say, extra)
+        return _run(spec, k, results, runtime, say, extra, reuse, overwrite)
 
 
 def _run(spec: str, k: str | None, results: str | Path | None, runtime: str,
-         say: Callable[[str], None], extra: list[str] | None) -> tuple[int, Path]:
+         say: Callable[[str], None], extra: list[str] | None, reuse: bool,
+         overwrite: bool) -> tuple[int, Path]:
     name = labs.lab_name(spec)
-    brought_up = None
-    if states.load(name) is None:
-        topology.load(spec)  # a bad topology is reported before anything is said or made
-        say(f"lab {name} is not running: bringing it up for the checks")
-        brought_up = labs.up(spec, runtime)
+    given = given_results(results, overwrite) if results else None
+    with lock.hold(name, exclusive=True), interruptible():
+        brought_up: labs.Lab | None = None
+        folder: Path | None = None
+        try:
+            if states.load(name) is None:
+                topology.load(spec)  # a bad topology is reported before anything is made
+                say(f"lab {name} is not running: bringing it up for the checks")
+                lab = brought_up = labs.up(spec, runtime)
+            else:
+                lab = labs.checked(spec, reuse=reuse, warn=say)
+            if given is not None:
+                shutil.rmtree(given, ignore_errors=True)  # empty, or a previous run's results
+                given.mkdir(parents=True)
+            folder = given or fresh_results(lab.name)
+            report.provisional(folder, lab.name, lab.state.runtime,
+                               max((n.time_scale for n in lab.topology.switches), default=None))
+            code = _pytest(pytest_argv(lab.name, folder, k, extra), say)
+            return code, folder
+        finally:
+            with deferred():
+                logs = folder / AGENT_LOGS if folder is not None else None
+                if folder is not None:
+                    _remove_variants(name, folder, say)
+                if brought_up is not None:
+                    brought_up.down(logs=logs)
+                    say(f"lab {name} taken down" + (f" (agent logs in {logs})" if logs else ""))
+                elif logs is not None:
+                    states.keep_logs(lab.state, logs)
+
+
+def _pytest(argv: list[str], say: Callable[[str], None]) -> int:
+    """Run pytest in its own session (a terminal's Ctrl-C reaches only this process) and
+    wait for it. The first SIGINT, SIGTERM or SIGHUP is forwarded as SIGINT, which pytest
+    turns into a clean stop: its teardown runs and its summary is written. Interrupted is
+    raised once pytest has exited, so the caller's cleanup runs after pytest's."""
+    proc = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
+    received: list[int] = []
+
+    class Forwarded(Exception):
+        """Breaks the wait so that the teardown's deadline starts."""
+
+    def forward(signum: int, frame) -> None:
+        received.append(signum)
+        if len(received) == 1:
+            proc.send_signal(signal.SIGINT)
+            raise Forwarded
+        say(f"{signal.Signals(signum).name}: still waiting for the checks' teardown "
+            f"(pid {proc.pid})")
+
+    main = threading.current_thread() is threading.main_thread()
+    old = {s: signal.signal(s, here_only(forward)) for s in ALL} if main else {}
+    deadline = None
     try:
-        lab = brought_up or labs.running(name)
-        folder = Path(results).resolve() if results else default_results(lab.name)
-        folder.mkdir(parents=True, exist_ok=True)
-        code = subprocess.call(pytest_argv(lab.name, folder, k, extra), cwd=ROOT)
-        return code, folder
+        while True:
+            try:
+                code = proc.wait(None if deadline is None
+                                 else max(0.0, deadline - time.monotonic()))
+                break
+            except Forwarded:
+                say(f"{signal.Signals(received[0]).name}: stopping the checks, waiting for "
+                    f"their teardown (at most {TEARDOWN_TIMEOUT_S:.0f} s)")
+                deadline = time.monotonic() + TEARDOWN_TIMEOUT_S
+            except subprocess.TimeoutExpired:
+                say(f"the checks did not finish their teardown in {TEARDOWN_TIMEOUT_S:.0f} s: "
+                    "killed")
+                proc.kill()
+                deadline = None
     finally:
-        if brought_up is not None:
-            brought_up.down()
-            say(f"lab {name} taken down")
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    if received:
+        raise Interrupted(received[0])
+    return code
+
+
+def _remove_variants(name: str, folder: Path, say: Callable[[str], None]) -> None:
+    """Variant labs of this lab still up once pytest is gone (it was killed before its
+    teardown): taken down, their logs kept with the results."""
+    for state in states.all_labs():
+        if state.parent == name:
+            labs.down(state.lab, logs=folder / AGENT_LOGS / state.lab)
+            say(f"variant lab {state.lab} was left up by the checks: taken down")

@@ -1,15 +1,19 @@
 """``summary.md``: the page a person reads first after ``invoke check``.
 
 Built from ``summary.json`` alone (so it can be rebuilt for an old results folder): title
-with lab, date, duration and time scale S; one verdict line; a table of checks; a warning
-per check whose emulation lost fidelity (its verdict says less than it seems); the plots
-inline; the evidence files. Keys beyond the basic ones (``time_scale``, per check
-``fidelity`` and ``plots``) may be missing and are read defensively.
+with lab, date, duration and time scale S; one verdict line (an incomplete run says so
+first); a table of checks; a warning per check whose emulation lost fidelity (its verdict
+says less than it seems); the plots inline; the evidence files; the topology and the hash
+of every file the lab ran from. Keys beyond the basic ones (``status``, ``time_scale``,
+``topology``, ``fingerprint``, per check ``fidelity`` and ``plots``) may be missing and are
+read defensively.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from labs.state import write_atomic
 
 ICONS = {"passed": "✅ PASS", "failed": "❌ FAIL", "error": "⚠️ ERROR", "skipped": "⏭️ SKIP"}
 
@@ -78,6 +82,34 @@ def plots(checks: list[dict]) -> list[str]:
     return out
 
 
+def incomplete(summary: dict) -> list[str]:
+    """A run that did not finish says so before anything else: its counts are partial."""
+    if summary.get("status", "complete") == "complete":
+        return []
+    return [f"**⚠️ Incomplete run:** {summary.get('status_reason') or 'the checks did not finish'}.",
+            ""]
+
+
+def deployed(summary: dict) -> list[str]:
+    """The topology the lab was brought up from and each file's sha256, as they ran; the
+    files that differ now (a lab checked with --reuse) are flagged."""
+    path = summary.get("topology")
+    files = summary.get("fingerprint") or {}
+    if not path:
+        return []
+    base = Path(path).parent
+    changed = set(summary.get("changed_since_up") or [])
+    out = [f"Brought up from `{path}`" + (":" if files else " (no file hashes recorded)."), ""]
+    if files:
+        out += ["| file | sha256 |", "|---|---|"]
+        for name, digest in files.items():
+            shown = Path(name).relative_to(base) if Path(name).is_relative_to(base) else name
+            flag = " ⚠️ changed since lab.up" if name in changed else ""
+            out.append(f"| {cell(shown)}{flag} | `{digest[:16]}` |")
+        out.append("")
+    return out
+
+
 def evidence(checks: list[dict]) -> list[str]:
     out = []
     for c in checks:
@@ -93,7 +125,7 @@ def write_markdown(results_dir: str | Path) -> Path:
     folder = Path(results_dir)
     summary = json.loads((folder / "summary.json").read_text())
     checks = summary.get("checks") or []
-    lines = [*title(summary), "", verdict(checks), ""]
+    lines = [*title(summary), "", *incomplete(summary), verdict(checks), ""]
     warnings = fidelity_warnings(checks)
     if warnings:
         lines += ["## Fidelity", "", *warnings, ""]
@@ -104,6 +136,9 @@ def write_markdown(results_dir: str | Path) -> Path:
     files = evidence(checks)
     if files:
         lines += ["## Evidence", "", *files, ""]
+    topology = deployed(summary)
+    if topology:
+        lines += ["## Topology", "", *topology]
     out = folder / "summary.md"
-    out.write_text("\n".join(lines).rstrip("\n") + "\n")
+    write_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
     return out

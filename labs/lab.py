@@ -2,6 +2,8 @@
 
 Tasks, checks and tests all go through here, so a lab behaves the same whichever of them
 drives it. A running lab is found by name from its recorded state, from any process.
+``up``, ``down`` and ``cleanup`` hold the lab's lock exclusively (``labs.lock``); ``checked``
+finds a running lab and refuses it when it is not what its files say (``labs.fingerprint``).
 """
 from __future__ import annotations
 
@@ -9,19 +11,24 @@ import re
 import shutil
 import socket
 import subprocess
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyroute2 import NetNS, netns
+from pyroute2 import netns
 
 from fabric.client import AgentClient, AgentError
+from labs import fingerprint
+from labs import lock
 from labs import state as states
 from labs import topology
+from labs.interrupt import deferred, interruptible
 from labs.runtimes.containerlab import ContainerlabRuntime, runs_rocelab_switch
-from labs.runtimes.netns import LabError, NetnsRuntime, agent_alive, remove_namespace
+from labs.runtimes.netns import (LabError, NetnsRuntime, agent_alive, open_namespace,
+                                 remove_namespace)
 from labs.state import LabState
-from labs.topology import Node, Topology
+from labs.topology import Node, Topology, TopologyError
 
 RUNTIMES: dict[str, type[NetnsRuntime | ContainerlabRuntime]] = {
     "netns": NetnsRuntime, "containerlab": ContainerlabRuntime}
@@ -57,6 +64,13 @@ class Ping:
     dst_ip: str
     ok: bool
     hops: int | None  # routers that decremented TTL on the way back
+    error: str = ""  # why it could not even be tried (a host missing or without address)
+
+
+@dataclass
+class Cleanup:
+    removed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # lab -> why it could not be removed
 
 
 def runtime_for(name: str) -> NetnsRuntime | ContainerlabRuntime:
@@ -65,14 +79,25 @@ def runtime_for(name: str) -> NetnsRuntime | ContainerlabRuntime:
     return RUNTIMES[name]()
 
 
-def up(spec: str, runtime: str = "netns") -> "Lab":
-    """Validate everything first (nothing is created on bad input), then deploy."""
+def up(spec: str, runtime: str = "netns", parent: str | None = None) -> "Lab":
+    """Validate everything first (nothing is created on bad input), then deploy, holding
+    the lab's lock; record what it was deployed from. SIGTERM and SIGHUP roll back as
+    Ctrl-C does. ``parent``: the lab whose check brings this variant up."""
     topo = topology.load(spec)
-    existing = states.load(topo.name)
-    if existing is not None:
-        raise LabError(f"lab {topo.name} is already {existing.status} "
-                       f"(invoke lab.down {topo.name}, or lab.cleanup if it crashed)")
-    state = runtime_for(runtime).up(topo)
+    with lock.hold(topo.name, exclusive=True), interruptible():
+        existing = states.load(topo.name)
+        if existing is not None:
+            raise LabError(f"lab {topo.name} is already {existing.status} "
+                           f"(invoke lab.down {topo.name}, or lab.cleanup if it crashed)")
+        files = fingerprint.of(topo)
+        state = runtime_for(runtime).up(topo)
+        try:
+            state.fingerprint, state.parent = files, parent
+            state.save()
+        except BaseException:
+            with deferred():
+                _down(state)
+            raise
     return Lab(state, topo)
 
 
@@ -83,16 +108,30 @@ def lab_name(spec: str) -> str:
     return topology.read_name(spec)
 
 
-def down(spec: str) -> bool:
-    """Remove every trace of the lab; False when there was nothing to remove."""
-    state = states.load(lab_name(spec))
-    if state is None:
-        return False
-    runtime_for(state.runtime).down(state)
+def down(spec: str, logs: Path | None = None) -> bool:
+    """Remove every trace of the lab, its agent logs kept (in ``logs``, default under the
+    state root); False when there was nothing to remove."""
+    name = lab_name(spec)
+    with lock.hold(name, exclusive=True), deferred():
+        state = states.load(name)
+        if state is None:
+            return False
+        _down(state, logs)
     return True
 
 
+def _down(state: LabState, logs: Path | None = None) -> None:
+    runtime = runtime_for(state.runtime)
+    if isinstance(runtime, NetnsRuntime):
+        runtime.down(state, logs)  # keeps the logs once the agents have stopped writing
+    else:
+        states.keep_logs(state, logs)
+        runtime.down(state)
+
+
 def running(spec: str) -> "Lab":
+    """The running lab, as recorded: no lock, no staleness check (a check's pytest runs
+    under the lock its ``invoke check`` holds; tasks use ``checked``)."""
     name = lab_name(spec)
     state = states.load(name)
     if state is None:
@@ -101,31 +140,102 @@ def running(spec: str) -> "Lab":
 
 
 def the_only_running() -> "Lab":
+    return running(name_of(""))
+
+
+def name_of(spec: str) -> str:
+    """The lab ``spec`` names (a name or a topology path); empty: the only running lab."""
+    if spec:
+        return lab_name(spec)
     labs = states.all_labs()
     if len(labs) != 1:
         raise LabError(f"{len(labs)} labs are running"
                        + (f" ({', '.join(s.lab for s in labs)}): name one" if labs
                           else ""))
-    return running(labs[0].lab)
+    return labs[0].lab
 
 
-def cleanup(everything: bool = False) -> list[str]:
-    """Remove labs whose deploy crashed or whose agents died (every lab with everything)."""
-    removed = []
-    for state in states.all_labs():
-        crashed = state.status == "deploying" and not states.pid_alive(state.deployer_pid)
-        dead = state.status == "up" and not all(agent_alive(a) for a in state.agents.values())
-        if everything or crashed or dead:
-            runtime_for(state.runtime).down(state)
-            removed.append(state.lab)
+def checked(spec: str = "", reuse: bool = False,
+            warn: Callable[[str], None] = print) -> "Lab":
+    """The running lab ``spec`` names (the only running lab when empty), refused in one line
+    when it was brought up from another topology path or its files changed since lab.up;
+    with ``reuse`` it is used anyway, after a warning."""
+    name = name_of(spec)
+    state = states.load(name)
+    if state is None:
+        raise LabError(f"lab {name} is not running (invoke lab.up {spec or name})")
+    try:
+        topo: Topology | None = topology.load(state.topology)
+        broken = None
+    except TopologyError as e:  # edited into something invalid: stale, and says why
+        topo, broken = None, e
+    reason = fingerprint.stale_reason(state, expected_path(spec), topo)
+    if reason and not reuse:
+        raise LabError(f"{reason}: invoke lab.down {name} and lab.up again, or pass --reuse")
+    if reason:
+        warn(f"warning: {reason} (--reuse: checking it anyway)")
+    if broken is not None:
+        raise broken
+    return Lab(state, topo)
+
+
+def expected_path(spec: str) -> Path | None:
+    """The clab file ``spec`` names (a path, or a lab under topologies/); None for a bare
+    name of a lab that has no folder there (the running lab's own file is then the one)."""
+    if not spec:
+        return None
+    try:
+        return topology.resolve(spec).resolve()
+    except TopologyError:
+        return None
+
+
+def cleanup(everything: bool = False) -> Cleanup:
+    """Remove labs whose deploy crashed, whose agents died, or variant labs nobody holds
+    (every lab with everything). Each lab on its own, under its lock: one that had to go but
+    is busy or fails to go is reported, and the others are still removed."""
+    done = Cleanup()
+    for seen in states.all_labs():
+        name = seen.lab
+        try:
+            with lock.hold(name, exclusive=True), deferred():
+                state = states.load(name)  # again, under the lock: it may have changed
+                if state is not None and (everything or broken(state)
+                                          or state.parent is not None):
+                    _down(state)
+                    done.removed.append(name)
+        except lock.LabBusy as e:  # in use: a failure only if it had to go
+            if everything or broken(seen):
+                done.failed[name] = _one_line(e)
+        except Exception as e:  # noqa: BLE001 - any failure is this lab's, said in one line
+            done.failed[name] = _one_line(e)
     if everything:
         for name in states.unreadable():  # no record of what it made: go by the name prefix
-            for ns in netns.listnetns():
-                if ns.startswith(f"{name}-"):
-                    remove_namespace(ns)
-            shutil.rmtree(states.lab_dir(name), ignore_errors=True)
-            removed.append(name)
-    return removed
+            try:
+                with lock.hold(name, exclusive=True), deferred():
+                    for ns in netns.listnetns():
+                        if ns.startswith(f"{name}-"):
+                            remove_namespace(ns)
+                    shutil.rmtree(states.lab_dir(name), ignore_errors=True)
+                done.removed.append(name)
+            except Exception as e:  # noqa: BLE001
+                done.failed[name] = _one_line(e)
+    return done
+
+
+def broken(state: LabState) -> bool:
+    """A deploy whose deployer died, or a lab with a dead agent. (A check's variant lab is
+    removed too when cleanup gets its lock: its check holds it while the variant is in use,
+    so the check is gone.)"""
+    crashed = state.status == "deploying" and not states.pid_alive(state.deployer_pid,
+                                                                   state.deployer_started)
+    dead = state.status == "up" and not all(agent_alive(a) for a in state.agents.values())
+    return crashed or dead
+
+
+def _one_line(e: Exception) -> str:
+    text = " ".join(str(e).split())
+    return text if isinstance(e, LabError) else f"{type(e).__name__}: {text}"
 
 
 class Lab:
@@ -138,8 +248,9 @@ class Lab:
     def name(self) -> str:
         return self.state.lab
 
-    def down(self) -> None:
-        self.runtime.down(self.state)
+    def down(self, logs: Path | None = None) -> None:
+        with lock.hold(self.name, exclusive=True), deferred():
+            _down(self.state, logs)
 
     def exec(self, node: str, argv: list[str],
              timeout: float | None = None) -> subprocess.CompletedProcess:
@@ -167,7 +278,7 @@ class Lab:
                     except AgentError as e:
                         st.agent_alive, st.agent_error = False, str(e)
                 else:
-                    st.agent_error = _last_line(agent.log) if agent else "never started"
+                    st.agent_error = states.log_tail(agent.log) if agent else "never started"
             nodes.append(st)
         oper = {n.name: self._oper_up(n.name, present) for n in self.topology.nodes.values()}
         links = [LinkStatus(str(link.a), str(link.b), link.mtu,
@@ -187,22 +298,34 @@ class Lab:
         ns = self.state.namespaces.get(node)
         if ns not in present:
             return {}
-        with NetNS(ns) as ipr:
-            return {link.get_attr("IFLA_IFNAME"): link.get_attr("IFLA_OPERSTATE") == "UP"
-                    for link in ipr.get_links()}
+        try:
+            with open_namespace(ns) as ipr:
+                return {link.get_attr("IFLA_IFNAME"): link.get_attr("IFLA_OPERSTATE") == "UP"
+                        for link in ipr.get_links()}
+        except LabError:  # removed since the listing: its links are down
+            return {}
 
     def host_addresses(self) -> dict[str, str]:
-        """Each host's first IPv4 address on a wired interface, read from its kernel."""
+        """Each host's first IPv4 address on a wired interface, read from its kernel
+        (hosts without one are left out; a host whose namespace is gone is an error)."""
         out = {}
         for host in self.topology.hosts:
-            wired = set(self.topology.interfaces(host.name))
-            with NetNS(self.state.namespaces[host.name]) as ipr:
+            if (addr := self.host_address(host.name)) is not None:
+                out[host.name] = addr
+        return out
+
+    def host_address(self, host: str) -> str | None:
+        wired = set(self.topology.interfaces(host))
+        ns = self.state.namespaces.get(host, "")
+        try:
+            with open_namespace(ns) as ipr:
                 names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ipr.get_links()}
                 for addr in ipr.get_addr(family=socket.AF_INET):
                     if names.get(addr["index"]) in wired:
-                        out[host.name] = addr.get_attr("IFA_ADDRESS")
-                        break
-        return out
+                        return addr.get_attr("IFA_ADDRESS")
+        except LabError as e:
+            raise LabError(f"host {host}: {e} (invoke lab.status {self.name})") from None
+        return None
 
     def ping(self, src: str, dst: str, dst_ip: str, count: int = 2) -> Ping:
         proc = self.exec(src, ["ping", "-n", "-c", str(count), "-i", "0.2", "-W", "2", dst_ip],
@@ -212,11 +335,31 @@ class Lab:
                     HOST_TTL - ttls[-1] if ttls else None)
 
     def ping_all(self) -> list[Ping]:
-        """Every host to every other host, both directions, in parallel."""
-        addrs = self.host_addresses()
-        pairs = [(s, d) for s in addrs for d in addrs if s != d]
+        """Every host of the topology to every other, both directions, in parallel; a pair
+        with a host that is missing or has no address fails, saying so."""
+        hosts = [h.name for h in self.topology.hosts]
+        addrs: dict[str, str] = {}
+        problems: dict[str, str] = {}
+        for host in hosts:
+            try:
+                addr = self.host_address(host)
+            except LabError as e:
+                problems[host] = str(e)
+                continue
+            if addr is None:
+                problems[host] = f"host {host} has no IPv4 address on a wired interface"
+            else:
+                addrs[host] = addr
+
+        def one(src: str, dst: str) -> Ping:
+            problem = problems.get(src) or problems.get(dst)
+            if problem:
+                return Ping(src, dst, addrs.get(dst, ""), False, None, problem)
+            return self.ping(src, dst, addrs[dst])
+
+        pairs = [(s, d) for s in hosts for d in hosts if s != d]
         with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(lambda p: self.ping(p[0], p[1], addrs[p[1]]), pairs))
+            return list(pool.map(lambda p: one(*p), pairs))
 
     def trace(self, src: str, dst_ip: str, max_hops: int = 8) -> list[str]:
         """The routers on the path, from ICMP time-exceeded replies to TTL-limited pings."""
@@ -234,10 +377,3 @@ class Lab:
                 hops.append("*")
         return hops
 
-
-def _last_line(path: str) -> str:
-    try:
-        lines = Path(path).read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "no log"
-    return lines[-1] if lines else "exited without output"

@@ -49,7 +49,7 @@ from fabric.client import AgentClient, AgentError
 from fabric.config import SwitchConfig
 from labs import topology
 from labs.runtimes.netns import HOST_OFFLOADS_OFF, PROJECT_ROOT, LabError, step
-from labs.state import AgentState, LabState
+from labs.state import AgentState, LabState, process_start
 from labs.topology import SONIC_CONFIG_TARGET, Node, Topology, TopologyError
 
 CONTAINERLAB = "containerlab"
@@ -692,6 +692,7 @@ class ContainerlabRuntime:
         pid = self._checked([DOCKER, "inspect", "--format", "{{.State.Pid}}", container],
                             f"docker inspect {container}", COMMAND_TIMEOUT_S).stdout
         state.agents[node] = AgentState(node=node, namespace=container, pid=int(pid.strip()),
+                                        started=process_start(int(pid.strip())),
                                         control=str(control), log=str(log))
         state.save()
 

@@ -15,14 +15,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from pyroute2 import NetNS, netns
 
 from fabric.client import AgentClient, AgentError
-from labs.state import AgentState, LabState, pid_alive
+from labs.interrupt import deferred
+from labs.state import (AgentState, LabState, keep_logs, kept_logs, log_tail, pid_alive,
+                         process_start)
 from labs.topology import Node, Topology
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +70,19 @@ def step(name: str) -> Iterator[None]:
         raise LabError(f"step '{name}' failed: {e}") from None
 
 
+@contextmanager
+def open_namespace(ns: str) -> Iterator[NetNS]:
+    """A netlink socket in an existing namespace. pyroute2's NetNS creates a namespace that
+    does not exist: a vanished node would be silently replaced by an empty one. Only deploy
+    creates namespaces (netns.create); everything else opens them with flags=0."""
+    try:
+        ipr = NetNS(ns, flags=0)
+    except FileNotFoundError:
+        raise LabError(f"namespace {ns} is missing") from None
+    with ipr:
+        yield ipr
+
+
 def in_namespace(namespace: str, argv: list[str]) -> list[str]:
     return ["ip", "netns", "exec", namespace, *argv]
 
@@ -105,8 +120,14 @@ class NetnsRuntime:
                 self._start_agents(topo, state)
             with step("await links up"):
                 self._await_links_up(topo, state)
+        except LabError as e:
+            with deferred():
+                self.down(state)
+            where = f" (agent logs kept in {kept_logs(state.lab)})" if state.agents else ""
+            raise LabError(f"{e}{where}") from None
         except BaseException:
-            self.down(state)
+            with deferred():
+                self.down(state)
             raise
         state.status = "up"
         state.save()
@@ -118,7 +139,7 @@ class NetnsRuntime:
             state.namespaces[node.name] = ns
             state.save()  # recorded before it exists: a crash here is still cleanable
             netns.create(ns)
-            with NetNS(ns) as ipr:
+            with open_namespace(ns) as ipr:
                 ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
             if node.is_switch:
                 # The switch's kernel must stay silent on its ports: the agent speaks for it.
@@ -133,12 +154,12 @@ class NetnsRuntime:
     def _wire(self, topo: Topology, state: LabState) -> None:
         for link in topo.links:
             a_ns, b_ns = state.namespaces[link.a.node], state.namespaces[link.b.node]
-            with NetNS(a_ns) as ipr:
+            with open_namespace(a_ns) as ipr:
                 ipr.link("add", ifname=link.a.iface, kind="veth", mtu=link.mtu,
                          peer={"ifname": link.b.iface, "net_ns_fd": b_ns, "mtu": link.mtu})
         for node in topo.nodes.values():
             ns = state.namespaces[node.name]
-            with NetNS(ns) as ipr:
+            with open_namespace(ns) as ipr:
                 for iface in topo.interfaces(node.name):
                     ipr.link("set", index=ipr.link_lookup(ifname=iface)[0], state="up")
             if not node.is_switch:
@@ -155,7 +176,7 @@ class NetnsRuntime:
                    for iface in topo.interfaces(n)}
         while waiting:
             for ns in {ns for ns, _ in waiting}:
-                with NetNS(ns) as ipr:
+                with open_namespace(ns) as ipr:
                     up = {link.get_attr("IFLA_IFNAME") for link in ipr.get_links()
                           if link.get_attr("IFLA_OPERSTATE") == "UP"}
                 waiting -= {(ns, iface) for iface in up}
@@ -183,6 +204,7 @@ class NetnsRuntime:
                                         stdin=subprocess.DEVNULL, cwd=PROJECT_ROOT, env=env,
                                         start_new_session=True)
             state.agents[node.name] = AgentState(node=node.name, namespace=ns, pid=proc.pid,
+                                                 started=process_start(proc.pid),
                                                  control=str(control), log=str(log),
                                                  time_scale=node.time_scale)
             state.save()
@@ -190,9 +212,12 @@ class NetnsRuntime:
         for agent in state.agents.values():
             await_agent(agent, deadline)
 
-    def down(self, state: LabState) -> None:
-        """Stop agents, kill whatever runs in the lab's namespaces, delete them. Idempotent."""
-        stop_processes([a.pid for a in state.agents.values() if agent_alive(a)])
+    def down(self, state: LabState, logs: Path | None = None) -> None:
+        """Stop agents, keep their logs (in ``logs``, default under the state root), kill
+        whatever runs in the lab's namespaces, delete them, forget the lab. Idempotent."""
+        started = {a.pid: a.started for a in state.agents.values()}
+        stop_processes(list(started), lambda pid: pid_alive(pid, started[pid]))
+        keep_logs(state, logs)
         present = set(netns.listnetns())
         for ns in state.namespaces.values():
             if ns in present:
@@ -254,31 +279,38 @@ def await_agent(agent: AgentState, deadline: float) -> None:
     client = AgentClient(agent.control, timeout=0.5)
     while True:
         if not agent_alive(agent):
-            tail = Path(agent.log).read_text(errors="replace").strip().splitlines()[-1:]
-            raise LabError(f"agent {agent.node} exited: {tail[0] if tail else 'no output'}")
+            raise LabError(f"agent {agent.node} exited: {log_tail(agent.log)}")
         try:
             client.ping()
             return
         except AgentError:
             if time.monotonic() > deadline:
                 raise LabError(f"agent {agent.node} did not answer within "
-                               f"{AGENT_START_TIMEOUT_S:.0f} s (log: {agent.log})") from None
+                               f"{AGENT_START_TIMEOUT_S:.0f} s: {log_tail(agent.log)}") from None
             time.sleep(0.02)
 
 
 def agent_alive(agent: AgentState) -> bool:
-    """Alive, not a zombie, and still our agent (pids get reused)."""
-    try:
-        cmdline = Path(f"/proc/{agent.pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    # cmdline reads empty for an instant while `ip netns exec` execs the agent
-    return pid_alive(agent.pid) and (not cmdline or b"fabric.agent" in cmdline)
+    """Alive, not a zombie, and still our agent: the process with that pid *and* that start
+    time (pids get reused; `ip netns exec` execs the agent in place, so the start time taken
+    at launch is the agent's own)."""
+    return pid_alive(agent.pid, agent.started)
 
 
 def remove_namespace(ns: str) -> None:
     """Processes inside would keep it (and its veths) alive: stop them first."""
-    stop_processes(namespace_pids(ns))
+    try:
+        inode = os.stat(f"/run/netns/{ns}").st_ino
+    except OSError:
+        inode = None
+
+    def inside(pid: int) -> bool:
+        try:
+            return os.stat(f"/proc/{pid}/ns/net").st_ino == inode
+        except OSError:
+            return False
+
+    stop_processes(namespace_pids(ns), inside)
     netns.remove(ns)
 
 
@@ -287,13 +319,24 @@ def namespace_pids(ns: str) -> list[int]:
     return [int(p) for p in proc.stdout.split() if p.isdigit()]
 
 
-def stop_processes(pids: list[int]) -> None:
-    """SIGTERM them all, wait (on pidfds: no polling) for a short grace, SIGKILL the rest."""
+def stop_processes(pids: list[int], ours: Callable[[int], bool] = lambda pid: True) -> None:
+    """SIGTERM them all, wait (on pidfds: no polling) for a short grace, SIGKILL the rest.
+
+    Each pid is pinned with a pidfd first and checked with ``ours`` after: a pid reused by
+    another process between the listing and the signal is left alone.
+    """
     fds = {}
     for pid in pids:
         try:
-            fds[os.pidfd_open(pid)] = pid
-            os.kill(pid, signal.SIGTERM)
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        if not ours(pid):
+            os.close(fd)
+            continue
+        fds[fd] = pid
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGTERM)
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + STOP_TIMEOUT_S
@@ -303,7 +346,7 @@ def stop_processes(pids: list[int]) -> None:
             pending -= set(select.select(list(pending), [], [], left)[0])
         for fd in pending:
             try:
-                os.kill(fds[fd], signal.SIGKILL)
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         if pending:

@@ -44,3 +44,18 @@ def bare_python3_on_path(tmp_path_factory):
     os.environ["PATH"] = f"{folder}{os.pathsep}{old}"
     yield folder
     os.environ["PATH"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_state_root(tmp_path_factory):
+    """The tests' labs keep their state, locks and kept agent logs in a folder of their own:
+    nothing of theirs stays under /run/rocelab, and lab.cleanup in a test judges only the
+    tests' labs, never a lab a user (or another run) has up."""
+    from labs import state as states
+    old = os.environ.get(states.STATE_ENV)
+    os.environ[states.STATE_ENV] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if old is None:
+        del os.environ[states.STATE_ENV]
+    else:
+        os.environ[states.STATE_ENV] = old

@@ -211,7 +211,7 @@ def test_cleanup_removes_a_lab_whose_agent_died(tmp_path):
         agent = lab.state.agents["spine2"]
         os.kill(agent.pid, signal.SIGKILL)
         wait_for(lambda: not agent_alive(agent))
-        assert lab.name in labs.cleanup()
+        assert lab.name in labs.cleanup().removed
     finally:
         labs.down(lab.name)
     assert traces(lab.name) == NOTHING

@@ -96,7 +96,9 @@ def test_ends_with_a_count_line_and_fails_the_run(fake_run):
 def test_writes_a_summary_with_outcomes_reasons_and_evidence(fake_run):
     _, results = fake_run
     summary = json.loads((results / "summary.json").read_text())
-    assert set(summary) >= {"lab", "runtime", "started", "duration", "counts", "checks"}
+    assert set(summary) >= {"lab", "runtime", "started", "duration", "counts", "checks",
+                            "topology", "fingerprint"}
+    assert summary["status"] == "complete" and summary["status_reason"] == ""
     assert summary["counts"] == {"passed": 2, "failed": 3, "skipped": 1, "error": 1}
     by_name = {c["name"]: c for c in summary["checks"]}
     assert by_name["test_parametrized[h3]"]["outcome"] == "failed"

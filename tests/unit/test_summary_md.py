@@ -116,3 +116,26 @@ def test_report_plugin_records_plots_and_fidelity_and_writes_the_markdown(tmp_pa
     assert by_name["test_plain"]["fidelity"] is None and by_name["test_plain"]["plots"] == []
     text = (results / "summary.md").read_text()
     assert f"![q]({plot})" in text and "leaf1 dropped frames on its socket" in text
+
+
+def test_an_incomplete_run_says_so_before_the_verdict(tmp_path):
+    text = write(tmp_path, {**SUMMARY, "status": "incomplete",
+                            "status_reason": "the checks were interrupted: the results are "
+                                             "partial"})
+    lines = [line for line in text.splitlines() if line]
+    banner = next(i for i, line in enumerate(lines) if "Incomplete run" in line)
+    assert "interrupted" in lines[banner]
+    assert banner < next(i for i, line in enumerate(lines) if line.startswith("**1 failed"))
+    assert "Incomplete" not in write(tmp_path, SUMMARY)  # a complete run has no banner
+
+
+def test_names_the_topology_and_the_hash_of_every_file_that_ran(tmp_path):
+    files = {"/labs/x/x.clab.yml": "a" * 64, "/labs/x/configs/leaf1/config_db.json": "b" * 64,
+             "/elsewhere/nic.yml": "c" * 64}
+    text = write(tmp_path, {**SUMMARY, "topology": "/labs/x/x.clab.yml", "fingerprint": files,
+                            "changed_since_up": ["/labs/x/configs/leaf1/config_db.json"]})
+    section = text[text.index("## Topology"):]
+    assert "Brought up from `/labs/x/x.clab.yml`" in section
+    assert f"| x.clab.yml | `{'a' * 16}` |" in section
+    assert f"| configs/leaf1/config_db.json ⚠️ changed since lab.up | `{'b' * 16}` |" in section
+    assert f"| /elsewhere/nic.yml | `{'c' * 16}` |" in section
