@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labs import sonic, topology
+from labs import clabfile, sonic, topology
 from labs import state as states
 from labs.images import project_version
 from labs.runtimes import containerlab as clab
@@ -101,7 +101,7 @@ def ready_argvs(container: str) -> list[list[str]]:
 def labelled(*switches: str, value: str = "rocelab"):
     def edit(doc):
         for name in switches:
-            doc["topology"]["nodes"][name]["labels"] = {clab.SWITCH_LABEL: value}
+            doc["topology"]["nodes"][name]["labels"] = {clabfile.SWITCH_LABEL: value}
     return edit
 
 
@@ -281,7 +281,7 @@ def test_deploy_file_is_containerlab_valid_and_left_for_us(lab_copy, state_dir):
         assert "exec" not in spec  # run and checked by the runtime, not logged by containerlab
         assert "startup-config" not in spec
     for kind in doc["topology"]["kinds"].values():
-        assert not set(kind) & set(clab.NODE_RESOLVED_KEYS)
+        assert not set(kind) & set(clabfile.NODE_RESOLVED_KEYS)
     config = topo.nodes["leaf1"].config_path  # where this image's start.sh copies it from:
     assert doc["topology"]["nodes"]["leaf1"]["binds"] == [f"{config}:/var/sonic/config_db.json:ro"]
     assert doc["topology"]["links"] == yaml.safe_load(topo.path.read_text())["topology"]["links"]
@@ -290,7 +290,7 @@ def test_deploy_file_is_containerlab_valid_and_left_for_us(lab_copy, state_dir):
 def test_deploy_document_for_the_project_switch(lab_copy, tmp_path):
     topo = topology.load(lab_copy(edit=labelled("leaf1")))
     modes = {n.name: LoadMode.BIND for n in topo.switches if n.name != "leaf1"}
-    doc = clab.deploy_document(topo, clab.read_document(topo), "9.9",
+    doc = clabfile.deploy_document(topo, clabfile.read_document(topo), "9.9",
                                {"leaf1": tmp_path / "agent"}, modes)
     assert clab_problems(doc) == []
     leaf1 = doc["topology"]["nodes"]["leaf1"]
@@ -310,7 +310,7 @@ def test_absolute_binds_for_a_file_that_lives_elsewhere(lab_copy, tmp_path):
     (path.parent / "notes.txt").write_text("hello\n")
     topo = topology.load(path)
     modes = {n.name: LoadMode.BIND for n in topo.switches}
-    doc = clab.deploy_document(topo, clab.read_document(topo), "1", {}, modes)
+    doc = clabfile.deploy_document(topo, clabfile.read_document(topo), "1", {}, modes)
     assert doc["topology"]["nodes"]["h1"]["binds"] == [
         f"{(path.parent / 'notes.txt').resolve()}:/root/notes.txt:ro"]
 

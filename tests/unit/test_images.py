@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from labs import images
+from labs.clabfile import PORTS_ENV
 from labs.export import MTUS_ENV
-from labs.runtimes.containerlab import PORTS_ENV
 from labs.runtimes.netns import PROJECT_ROOT, LabError
 from tests.fakes import Answer, FakeRun, installed
 
