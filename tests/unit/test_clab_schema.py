@@ -54,3 +54,15 @@ def test_the_schema_check_can_fail():
     problems = clab_problems(doc)
     assert any(p.startswith("topology.nodes.h1.kind: 'linuxx' is not one of") for p in problems)
     assert "topology.links.0.mtu: 'jumbo' is not of type 'number'" in problems
+
+
+@pytest.mark.parametrize("target", ["/var/sonic/config_db.json:ro", "/etc/sonic/config_db.json"])
+def test_a_switch_config_is_found_at_either_bind_target(lab_copy, target):
+    """The shipped files bind where docker-sonic-vs's start.sh reads (/var/sonic); files that
+    bind /etc/sonic, as rocelab's used to, still name the config for the netns runtime."""
+    def edit(doc):
+        doc["topology"]["nodes"]["leaf1"]["binds"] = [f"configs/leaf1/config_db.json:{target}"]
+    path = lab_copy(edit=edit)
+    leaf1 = topology.load(path).nodes["leaf1"]
+    assert leaf1.config_path == (path.parent / "configs/leaf1/config_db.json").resolve()
+    assert leaf1.config is not None and "Ethernet0" in leaf1.config.ports
