@@ -483,19 +483,20 @@ def _values(values: tuple) -> str:
 
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
             "format": "clabernetes (Kubernetes manifests: a Topology and its ConfigMaps)",
-            "out": "output folder (default: build/clabernetes/<lab>/)"})
-def export_lab(c, name, format="clabernetes", out=""):
+            "out": "output folder (default: build/clabernetes/<lab>/)",
+            "connectivity": "vxlan (default) or slurpeeth (TCP tunnels, no VXLAN MTU limit)"})
+def export_lab(c, name, format="clabernetes", out="", connectivity="vxlan"):
     """Write the lab as clabernetes manifests, for kubectl apply (docs/scale-out.md)."""
     from labs import export as exports
     try:
-        done = exports.export(name, format, Path(out) if out else None)
+        done = exports.export(name, format, Path(out) if out else None, connectivity)
     except USER_ERRORS as e:
         raise _fail(e) from None
     console.print(f"wrote {done.path}: Topology {done.topology} and {done.config_maps} "
                   f"ConfigMaps; apply with: kubectl apply -f {done.path}")
-    if done.largest_mtu:
+    if done.largest_mtu and done.connectivity == "vxlan":
         console.print(f"links carry MTU {done.largest_mtu}: clabernetes' VXLAN adds "
-                      f"{exports.VXLAN_OVERHEAD} bytes, so the cluster network needs MTU >= "
+                      f"{exports.VXLAN_OVERHEAD} bytes, so the pod network needs MTU >= "
                       f"{done.largest_mtu + exports.VXLAN_OVERHEAD} (docs/scale-out.md)")
 
 
@@ -504,9 +505,9 @@ def export_lab(c, name, format="clabernetes", out=""):
 def build_images(c, engine="docker", mirror=""):
     """Build rocelab-switch and rocelab-host, the images --runtime containerlab deploys, on a
     base built from Debian packages (no image registry needed; docs/containerlab.md)."""
-    from labs.runtimes import containerlab
+    from labs import images
     try:
-        built = containerlab.build_images(
+        built = images.build_images(
             engine, mirror=mirror or None,
             say=lambda line: console.print(f"image.build: {line}", markup=False, soft_wrap=True))
     except USER_ERRORS as e:

@@ -29,7 +29,10 @@ TIME_SCALE_LABEL = "rocelab.time-scale"
 DEFAULT_TIME_SCALE = 3000.0
 SWITCH_KINDS = {"sonic-vs"}
 HOST_KINDS = {"linux"}
-SONIC_CONFIG_TARGET = "/etc/sonic/config_db.json"
+SONIC_CONFIG_TARGET = "/etc/sonic/config_db.json"  # where SONiC and the rocelab switch read it
+# Where docker-sonic-vs's start.sh copies it from (a bind at SONIC_CONFIG_TARGET breaks start.sh)
+SONIC_STAGED_CONFIG = "/var/sonic/config_db.json"
+SONIC_CONFIG_BINDS = (SONIC_STAGED_CONFIG, SONIC_CONFIG_TARGET)  # targets naming the config
 DEFAULT_MTU = 9500  # containerlab's veth default
 # Files a node reads (binds, startup-config, rocelab.nic) stay inside the topology's folder
 # unless this node label (lab-wide in topology.defaults.labels) says "true": a clab file
@@ -46,14 +49,17 @@ ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::=([^}]*))?\}")
 
 TOP_KEYS = {"name", "prefix", "mgmt", "topology", "settings", "debug"}
 TOPOLOGY_KEYS = {"nodes", "links", "kinds", "defaults", "groups"}
+# containerlab v0.79.0's node keys: schemas/clab.schema.json, definitions.node-config.properties
+# (vendored as tests/data/schemas/clab.schema.json; a unit test keeps this equal to it).
 NODE_KEYS = {
-    "kind", "type", "group", "image", "image-pull-policy", "restart-policy", "license",
-    "position", "entrypoint", "cmd", "exec", "binds", "ports", "mgmt-ipv4", "mgmt-ipv6",
-    "publish", "env", "env-files", "labels", "user", "startup-config", "startup-delay",
-    "enforce-startup-config", "suppress-startup-config", "auto-remove", "runtime", "cpu",
-    "cpu-set", "memory", "sysctls", "network-mode", "extras", "wait-for", "stages", "dns",
-    "certificate", "healthcheck", "aliases", "devices", "cap-add", "shm-size", "extra-hosts",
-    "components", "config", "SANs",
+    "aliases", "auto-remove", "binds", "cap-add", "certificate", "cgroup-parent",
+    "cgroupns-mode", "cmd", "components", "config", "cpu", "cpu-set", "credentials", "devices",
+    "dns", "enforce-startup-config", "entrypoint", "env", "env-files", "exec", "extras", "group",
+    "healthcheck", "hostname", "image", "image-pull-policy", "kind", "labels", "license",
+    "link-apply-mode", "memory", "mgmt-ipv4", "mgmt-ipv6", "network-mode", "pid-mode", "ports",
+    "privileged", "restart-policy", "runtime", "security-opts", "shm-size", "stages",
+    "startup-config", "startup-delay", "suppress-startup-config", "sysctls", "tmpfs", "type",
+    "user", "volumes",
 }
 LINK_KEYS = {"endpoints", "mtu", "labels", "vars", "type"}
 
@@ -334,7 +340,7 @@ class _Loader:
             return None
         for bind in binds:
             parts = bind.split(":")
-            if len(parts) >= 2 and parts[1] == SONIC_CONFIG_TARGET:
+            if len(parts) >= 2 and parts[1] in SONIC_CONFIG_BINDS:
                 return (self.dir / parts[0]).resolve()
         if isinstance(startup, str):
             self.inside(startup, f"{where}.startup-config", allow_outside)
@@ -343,7 +349,7 @@ class _Loader:
                 raise self.error(f"{where}.startup-config", f"{startup}: no such file")
             return path.resolve()
         raise self.error(where, f"a {kind} switch needs its config_db.json: bind it to "
-                         f"{SONIC_CONFIG_TARGET} (binds) or name it in startup-config")
+                         f"{SONIC_STAGED_CONFIG} (binds) or name it in startup-config")
 
     def nic(self, kind: str, labels: dict[str, str], where: str,
             allow_outside: bool) -> tuple[Path | None, NicSettings | None]:

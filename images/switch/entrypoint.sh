@@ -7,6 +7,10 @@
 # present once their list has stopped changing for ROCELAB_SETTLE_S seconds. Either way the
 # wait is bounded by ROCELAB_PORT_WAIT_S.
 #
+# ROCELAB_MTUS ("eth1=9100,eth2=9100", set by lab.export) gives each port its link's MTU where
+# the links themselves lose it (clabernetes drops a link's mtu:); a port that refuses it stops
+# the container.
+#
 # ROCELAB_TIME_SCALE (from the node's rocelab.time-scale label) paces the ports at speed / S;
 # without it the agent runs unpaced.
 #
@@ -60,6 +64,10 @@ while :; do
     fi
     sleep 1
     waited=$((waited + 1))
+done
+
+for pair in $(echo "${ROCELAB_MTUS:-}" | tr ',' ' '); do
+    ip link set dev "${pair%%=*}" mtu "${pair#*=}"
 done
 
 # The switch's kernel must stay silent on its ports (no IPv6 router solicitations, no

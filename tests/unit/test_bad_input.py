@@ -179,7 +179,7 @@ def test_name_from_the_environment_is_the_same_for_every_task(lab_copy, monkeypa
     assert topology.load(clab).name == labs.lab_name(str(clab)) == default
     code, out, err = invoke(capsys, "lab.status", "--name", str(clab))
     assert code == 1 and one_line(err) == f"rocelab: lab {default} is not running " \
-                                           f"(invoke lab.up {default})"
+                                           f"(invoke lab.up {clab})"
     code, out, _ = invoke(capsys, "config.lint", str(clab))
     assert code == 0 and f"{default}: 0 errors" in out
     monkeypatch.setenv("LAB", "")  # empty takes the default, as in the shell
