@@ -103,7 +103,6 @@ class Shape:
 class Port:
     iface: str
     peer: str
-    peer_iface: str
     cable_m: int
     up: bool = False  # toward a higher tier
     address: IPv4Interface | None = None  # a routed fabric port; None: a rack (host) port
@@ -127,7 +126,6 @@ class Host:
     name: str
     address: IPv4Interface
     gateway: IPv4Address
-    leaf: str
 
 
 @dataclass
@@ -222,8 +220,9 @@ def shape(spec: Spec) -> Shape:
         supers = _fewest(down, pods, radix)
         if supers is not None:
             return Shape(3, uplinks, pod_spines, pods, down, supers)
-    raise _fail("radix", f"{spec.leaves} leaves of {uplinks} uplinks do not fit three tiers "
-                f"of {radix}-port switches (pods of equal size, spines half down, half up)")
+    raise _fail("radix", f"{spec.leaves} leaves with {uplinks} uplink(s) each do not fit "
+                f"three tiers of {radix}-port switches (pods of equal size, spines half down, "
+                "half up)")
 
 
 # --------------------------------------------------------------------------- the fabric
@@ -248,9 +247,9 @@ class _Wiring:
         low_if, up_if = self.iface(lower), self.iface(upper)
         up_ip = FABRIC_BASE + 2 * self.pairs
         self.pairs += 1
-        self.switches[lower].ports.append(Port(low_if, upper, up_if, cable_m, True,
+        self.switches[lower].ports.append(Port(low_if, upper, cable_m, True,
                                                IPv4Interface(f"{up_ip + 1}/31"), up_ip))
-        self.switches[upper].ports.append(Port(up_if, lower, low_if, cable_m, False,
+        self.switches[upper].ports.append(Port(up_if, lower, cable_m, False,
                                                IPv4Interface(f"{up_ip}/31"), up_ip + 1))
         self.links.append((lower, low_if, upper, up_if))
 
@@ -284,13 +283,14 @@ def build(spec: Spec) -> Fabric:
             spine = f"pod{pod}-spine{j}" if sh.tiers == 3 else f"spine{j}"
             wiring.fabric(f"leaf{n}", spine, CABLE_M["leaf-spine"])
             switches[spine].racks.add(n)
-    for pod in range(1, sh.pods + 1 if sh.tiers == 3 else 1):
-        for j in range(1, sh.spines + 1):
-            spine = f"pod{pod}-spine{j}"
-            for v in range(sh.spine_uplinks):
-                top = f"super{j}-{v % sh.supers_per_plane + 1}"
-                wiring.fabric(spine, top, CABLE_M["spine-super"])
-                switches[top].racks |= switches[spine].racks
+    if sh.tiers == 3:  # spine J of every pod to the super-spines of plane J
+        for pod in range(1, sh.pods + 1):
+            for j in range(1, sh.spines + 1):
+                spine = f"pod{pod}-spine{j}"
+                for v in range(sh.spine_uplinks):
+                    top = f"super{j}-{v % sh.supers_per_plane + 1}"
+                    wiring.fabric(spine, top, CABLE_M["spine-super"])
+                    switches[top].racks |= switches[spine].racks
     hosts = _racks(spec, switches, wiring)
     for sw in switches.values():
         sw.routes = _routes(sw, switches, spec.leaves)
@@ -306,9 +306,9 @@ def _racks(spec: Spec, switches: dict[str, Switch], wiring: _Wiring) -> list[Hos
         for i in range(1, spec.hosts_per_leaf + 1):
             name = f"h{(n - 1) * spec.hosts_per_leaf + i}"
             port = wiring.iface(leaf)
-            switches[leaf].ports.append(Port(port, name, "eth1", CABLE_M["host-leaf"]))
+            switches[leaf].ports.append(Port(port, name, CABLE_M["host-leaf"]))
             wiring.links.append((name, "eth1", leaf, port))
-            hosts.append(Host(name, IPv4Interface(f"{subnet[10 + i]}/24"), subnet[1], leaf))
+            hosts.append(Host(name, IPv4Interface(f"{subnet[10 + i]}/24"), subnet[1]))
     return hosts
 
 
