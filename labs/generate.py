@@ -344,18 +344,24 @@ def time_scale(spec: Spec) -> int:
     return LIVE_RATE_S_PER_100G * spec.speed_mbps // SPEEDS_MBPS["100G"]
 
 
+def _count(n: int, thing: str, things: str) -> str:
+    return f"{n} {thing if n == 1 else things}"
+
+
 def describe(fabric: Fabric) -> str:
     """One line: tiers and counts, for the clab header and the task's output."""
     spec, sh = fabric.spec, fabric.shape
     count = {role: sum(s.role == role for s in fabric.switches.values())
              for role in ("leaf", "spine", "super")}
-    layers = (f"{count['leaf']} leaves, {count['spine']} spines"
-              + (f" in {sh.pods} pods, {count['super']} super-spines in {sh.spines} planes"
-                 if sh.tiers == 3 else ""))
+    layers = (f"{_count(count['leaf'], 'leaf', 'leaves')}, "
+              f"{_count(count['spine'], 'spine', 'spines')}")
+    if sh.tiers == 3:
+        layers += (f" in {sh.pods} pods, {_count(count['super'], 'super-spine', 'super-spines')}"
+                   f" in {_count(sh.spines, 'plane', 'planes')}")
     ratio = spec.hosts_per_leaf / sh.uplinks
     return (f"{sh.tiers} tiers: {len(fabric.hosts)} hosts at {spec.speed.upper()}, {layers}; "
-            f"{spec.hosts_per_leaf} hosts and {sh.uplinks} uplinks per leaf "
-            f"(oversubscription {ratio:.3g}:1)")
+            f"{_count(spec.hosts_per_leaf, 'host', 'hosts')} and "
+            f"{_count(sh.uplinks, 'uplink', 'uplinks')} per leaf (oversubscription {ratio:.3g}:1)")
 
 
 def _clab(fabric: Fabric) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from fabric.qos import required_headroom
+from fabric.qos import HeadroomParams, required_headroom
 from labs.nic import DcqcnSettings
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ ROCE_PATH_MTU = 4096  # the RoCE payload AI fabrics run; the headroom formula as
 ASIC_BUFFER_PER_GBPS = 4400  # bytes: 25.6 Tb/s data-center ASICs carry about 113 MB
 ECN_MIN_PER_GBPS = 1500  # bytes of queue per Gb/s of port speed where marking starts
 ECN_SPAN = 10  # max threshold = ECN_SPAN x min threshold
+ECN_POOL_FRACTION = 8  # ... and at most 1/8 of the ingress pool (small-radix switches)
 ECN_PROBABILITY = 5  # % at the max threshold, SONiC's qos template
 XOFF_OVER_ECN = 2  # a lone PG's XOFF point at least this many times the ECN max
 CELL = 128  # bytes, SONiC-VS's buffer cell
@@ -84,11 +85,12 @@ def buffers(spec: Spec, sw: Switch) -> tuple[dict, dict, dict]:
     """(BUFFER_POOL, BUFFER_PROFILE, WRED_PROFILE) tables, sized for this switch's ports."""
     speed = spec.speed_mbps
     gbps = speed // 1000
-    headroom = {m: required_headroom(speed, m, PORT_MTU)
+    params = HeadroomParams(lossless_mtu=ROCE_PATH_MTU)  # the NIC file's roce.mtu
+    headroom = {m: required_headroom(speed, m, PORT_MTU, params)
                 for m in sorted({p.cable_m for p in sw.ports})}
     total = ASIC_BUFFER_PER_GBPS * gbps * spec.radix // CELL * CELL
     shared = total - sum(headroom[p.cable_m].size for p in sw.ports)
-    ecn_max = min(ECN_MIN_PER_GBPS * gbps * ECN_SPAN, shared // 8)
+    ecn_max = min(ECN_MIN_PER_GBPS * gbps * ECN_SPAN, shared // ECN_POOL_FRACTION)
     ecn_min = ecn_max // ECN_SPAN
     th = next(t for t in range(-8, 8)
               if 2.0 ** t * shared / (1 + 2.0 ** t) >= XOFF_OVER_ECN * ecn_max)
