@@ -18,8 +18,13 @@ PS = 10**12  # picoseconds per second
 
 
 def to_ps(seconds: float) -> int:
-    """A model's deadline in ps, never early."""
-    return math.ceil(seconds * PS)
+    """A model's deadline in ps, never early: the models compare ``now`` (``ps / PS``, a
+    float again) with their own float deadline, so the round trip must not land a hair
+    before it, or a wake would find nothing to do and re-arm at the same instant forever."""
+    ps = math.ceil(seconds * PS)
+    while ps / PS < seconds:
+        ps += 1
+    return ps
 
 
 class Engine:
