@@ -210,13 +210,19 @@ def bench(c, only=""):
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml (brought up and down "
                     "again if it is not running)",
             "k": "only the checks matching this pytest -k expression",
-            "results": "results folder (default: results/<lab>-<YYYYmmdd-HHMMSS>/)"})
-def check(c, name, k="", results=""):
-    """Run the checks (checks/) against a live lab: [PASS]/[FAIL] per check, JUnit + JSON."""
+            "results": "results folder (default: results/<lab>-<YYYYmmdd-HHMMSS>/)",
+            "runtime": "netns (default: the live lab), containerlab, or sim (virtual time, "
+                       "docs/runtimes.md)",
+            "time_scale": "sim only: S (default 1: real line rate)",
+            "seed": "sim only: the seed of every random choice (default 0)"})
+def check(c, name, k="", results="", runtime="netns", time_scale=1.0, seed=0):
+    """Run the checks (checks/) against a lab: [PASS]/[FAIL] per check, JUnit + JSON."""
     from checks import run as checks
+    extra = ["--time-scale", str(float(time_scale)), "--seed", str(int(seed))] \
+        if runtime == "sim" else []
     try:
         code, folder = checks.run(name, k=k or None, results=results or None,
-                                  say=console.print)
+                                  runtime=runtime, say=console.print, extra=extra)
     except USER_ERRORS as e:
         raise _fail(e) from None
     if code:

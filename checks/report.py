@@ -218,6 +218,7 @@ class Report:
             "lab": info.get("lab") or self.config.getoption("lab", default=None),
             "runtime": info.get("runtime"),
             "time_scale": info.get("time_scale"),
+            **({"seed": info["seed"]} if "seed" in info else {}),
             "started": datetime.fromtimestamp(self.started, timezone.utc).isoformat(
                 timespec="seconds"),
             "duration": round(time.time() - self.started, 3),

@@ -24,6 +24,7 @@ def default_results(lab_name: str) -> Path:
 
 def pytest_argv(lab: str, results: Path, k: str | None = None,
                 extra: list[str] | None = None) -> list[str]:
+    """``extra``: more pytest options, e.g. ``--runtime sim --seed 3``."""
     """The pytest command line: the checks, the report plugin, JUnit XML in ``results``."""
     argv = [sys.executable, "-m", "pytest", str(ROOT / "checks"),
             "-p", "checks.report", "-p", "no:cacheprovider",

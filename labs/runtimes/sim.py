@@ -15,11 +15,9 @@ from __future__ import annotations
 import ipaddress
 import random
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from fabric.config import port_name
 from labs.lab import LinkStatus, NodeStatus, Ping
 from labs.nic import NicSettings
 from labs.runtimes.netns import LabError
@@ -27,6 +25,7 @@ from labs.sim.engine import PS, to_ps
 from labs.sim.host import HOST_TTL, SimError, SimHost
 from labs.sim.network import SimNetwork, derived_seed
 from labs.sim.switch import SimSwitch
+from labs import topology
 from labs.topology import DEFAULT_TIME_SCALE, Topology
 from traffic.capture import Direction, PcapFiles, Sighting
 from traffic.nic import Nic
@@ -89,6 +88,10 @@ class SimLab:
 
     def node_time_scale(self, node: str) -> float:
         return self.time_scale
+
+    def variant(self, clab: str) -> SimLab:
+        """An edited copy of this lab, simulated with the same S and seed."""
+        return up(topology.load(clab), self.time_scale, self.seed)
 
     def run_for(self, seconds: float) -> None:
         self.engine.run(self.engine.now_ps + to_ps(seconds))
@@ -155,6 +158,12 @@ class SimLab:
 
     def mac(self, host: str, iface: str) -> str:
         return ":".join(f"{b:02x}" for b in self._host(host).macs[iface])
+
+    def host_iface(self, host: str, ip: str) -> str:
+        for iface, address in self._host(host).config.addresses.items():
+            if str(address.ip) == ip:
+                return iface
+        raise LabError(f"{host} has no address {ip}")
 
     def route(self, host: str, dst_ip: str) -> tuple[str, str | None]:
         """(interface, gateway or None when on-link) ``host`` uses toward ``dst_ip``."""
@@ -226,7 +235,7 @@ class SimLab:
     # --- RoCE flows -----------------------------------------------------------------------
 
     def run_endpoints(self, specs: dict[str, dict], timeout_s: float,
-                      progress: Callable[[int], Any] | None = None
+                      on_progress: Callable[[int], Any] | None = None
                       ) -> tuple[dict[str, dict], float]:
         """Every host's NIC core driven by the engine, from the same specs the live
         endpoints read (``traffic.patterns.specs``); (each host's done report, elapsed)."""
@@ -261,8 +270,8 @@ class SimLab:
 
         def look() -> None:
             state["done"] = all(n.complete for n in nics.values())
-            if progress is not None:
-                progress(sum(n.progress()["sent_bytes"] for n in nics.values()))
+            if on_progress is not None:
+                on_progress(sum(n.progress()["sent_bytes"] for n in nics.values()))
             if not state["done"]:
                 engine.after(poll_ps, look)
 
