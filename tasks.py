@@ -288,13 +288,21 @@ def bench(c, only=""):
             "results": "results folder (default: a new results/<lab>-<YYYYmmdd-HHMMSS>[-N]/); "
                        "refused when not empty unless --overwrite",
             "overwrite": "replace the previous run's results in --results",
-            "reuse": REUSE_HELP})
-def check(c, name, k="", results="", overwrite=False, reuse=False):
-    """Run the checks (checks/) against a live lab: [PASS]/[FAIL] per check, JUnit + JSON."""
+            "reuse": REUSE_HELP,
+            "runtime": "netns (default: the live lab), containerlab, or sim (virtual time, "
+                       "docs/runtimes.md)",
+            "time_scale": "sim only: S (default 1: real line rate)",
+            "seed": "sim only: the seed of every random choice (default 0)"})
+def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="netns",
+          time_scale=1.0, seed=0):
+    """Run the checks (checks/) against a lab: [PASS]/[FAIL] per check, JUnit + JSON."""
     from checks import run as checks
+    extra = ["--time-scale", str(float(time_scale)), "--seed", str(int(seed))] \
+        if runtime == "sim" else []
     try:
         code, folder = checks.run(name, k=k or None, results=results or None,
-                                  say=console.print, reuse=reuse, overwrite=overwrite)
+                                  say=console.print, reuse=reuse, overwrite=overwrite,
+                                  runtime=runtime, extra=extra)
     except USER_ERRORS as e:
         raise _fail(e) from None
     except KeyboardInterrupt as e:

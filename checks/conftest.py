@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
 from labs import domains as l2
+from labs import fingerprint
 from labs import lab as labs
 from labs import state as states
 from labs import topology
@@ -32,6 +34,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rocelab checks")
     group.addoption("--lab", default=None, metavar="NAME",
                     help="the running lab to check (name or topology path)")
+    group.addoption("--runtime", default="live", choices=("live", "sim"),
+                    help="live: a running lab (netns or containerlab); sim: the lab's files "
+                         "run in virtual time in this process")
+    group.addoption("--time-scale", default=1.0, type=float, metavar="S",
+                    help="sim only: the time scale S (1: real line rate)")
+    group.addoption("--seed", default=0, type=int, help="sim only: the run's seed")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,6 +58,8 @@ def _lab_topology(config: pytest.Config) -> Topology | None:
     if not spec:
         return None
     try:
+        if config.getoption("runtime") == "sim":
+            return topology.load(spec)
         state = states.load(labs.lab_name(spec))
         return topology.load(state.topology if state else spec)
     except Exception:  # noqa: BLE001 - reported by the lab fixture, with its real message
@@ -87,13 +97,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def lab(request) -> labs.Lab:
+def lab(request) -> Iterator[labs.Lab]:
     spec = request.config.getoption("lab")
     if not spec:
         pytest.fail("no lab to check: give --lab NAME (or run `invoke check NAME`)",
                     pytrace=False)
+    options = request.config.option
     try:
-        lab = labs.running(spec)
+        lab = labs.simulated(spec, options.time_scale, options.seed) \
+            if options.runtime == "sim" else labs.running(spec)
     except Exception as e:  # noqa: BLE001 - LabError, TopologyError: one line either way
         pytest.fail(str(e), pytrace=False)
     nodes, _links = lab.status()
@@ -105,11 +117,17 @@ def lab(request) -> labs.Lab:
                                               missing and f"namespaces missing: "
                                                           f"{', '.join(missing)}"])),
                     pytrace=False)
-    request.config.stash[LAB_INFO] = {"lab": lab.name, "runtime": lab.state.runtime,
-                                      "topology": lab.state.topology,
-                                      "time_scale": max((n.time_scale for n in
-                                                         lab.topology.switches), default=None)}
-    return lab
+    request.config.stash[LAB_INFO] = {
+        "lab": lab.name, "runtime": lab.runtime_name, "topology": lab.topology_path,
+        "time_scale": max((lab.node_time_scale(n.name) for n in lab.topology.switches),
+                          default=None),
+        **({"seed": options.seed,  # what ran: the files as they are now, hashed
+            "deployed": {"topology": lab.topology_path,
+                         "fingerprint": fingerprint.of(lab.topology), "changed_since_up": []}}
+           if options.runtime == "sim" else {})}
+    yield lab
+    if options.runtime == "sim":
+        lab.down()
 
 
 @pytest.fixture(scope="session")

@@ -30,14 +30,10 @@ from fabric import afpacket
 from fabric.client import fidelity
 from fabric.config import port_name
 from fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
-from labs import lab as labs
 from labs import lock
-from labs import state as states
 from labs.lab import Lab
-from labs.runtimes.netns import LabError
 from labs.nic import NicSettings
 from traffic import patterns
-from traffic.capture import Capture
 from traffic.packets import PFC_DST
 
 TRACE_INTERVAL_MS = 2.0
@@ -211,8 +207,8 @@ def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Obser
     for s in switches:
         lab.agent(s).trace_start(seen.traces[s], interval_ms=TRACE_INTERVAL_MS)
     try:
-        with Capture(lab, where=wires, pcap_dir=out / "pcap", bpf=PFC_ONLY,
-                     match=lambda f: f[:6] == PFC_DST_BYTES) as capture:
+        with lab.capture(where=wires, pcap_dir=out / "pcap", bpf=PFC_ONLY,
+                         match=lambda f: f[:6] == PFC_DST_BYTES) as capture:
             yield seen
             capture.wait_quiet(0.1, 1.0)
             seen.pfc_frames = len(capture.frames())
@@ -221,9 +217,9 @@ def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Obser
             lab.agent(s).trace_stop()
     seen.after = {s: lab.agent(s).counters() for s in switches}
     problems = [f"{s}: {p}" for s in switches for p in fidelity(seen.after[s])["problems"]]
-    seen.fidelity = {"ok": not problems, "problems": problems,
-                     "time_scale": max((n.time_scale for n in lab.topology.switches),
-                                       default=None)}
+    seen.fidelity = {"ok": not problems, "problems": problems, "runtime": lab.runtime_name,
+                     "time_scale": max((lab.node_time_scale(n.name)
+                                        for n in lab.topology.switches), default=None)}
     (out / "counters.json").write_text(json.dumps({"before": seen.before,
                                                    "after": seen.after}) + "\n")
 
@@ -300,10 +296,11 @@ def variant_name(lab: str, suffix: str) -> str:
 
 @contextmanager
 def variant(lab: Lab, suffix: str, folder: Path, edit: Callable[[dict], None]) -> Iterator[Lab]:
-    """A copy of ``lab`` with edited switch configs, up for the block and down after it
-    (its agent logs kept in its folder), holding its lock all along. Recorded as ``lab``'s
-    variant, so that ``invoke check`` and ``lab.cleanup`` remove one a killed run left."""
-    source = Path(lab.state.topology)
+    """A copy of ``lab`` with edited switch configs, up for the block (in ``lab``'s runtime)
+    and down after it (its agent logs kept in its folder), holding its lock all along.
+    Recorded as ``lab``'s variant, so that ``invoke check`` and ``lab.cleanup`` remove one a
+    killed run left."""
+    source = Path(lab.topology_path)
     name = variant_name(lab.name, suffix)
     with lock.hold(name, exclusive=True):
         copy = folder / name
@@ -315,12 +312,7 @@ def variant(lab: Lab, suffix: str, folder: Path, edit: Callable[[dict], None]) -
         clab = copy / f"{name}.clab.yml"
         clab.write_text(yaml.safe_dump(doc, sort_keys=False))
         edit_configs(clab, edit)
-        left = states.load(name)
-        if left is not None and left.parent != lab.name:
-            raise LabError(f"variant name {name} is taken by a lab that is not a variant of "
-                           f"{lab.name}")
-        labs.down(name)  # a copy left over by a killed run
-        other = labs.up(str(clab), parent=lab.name)
+        other = lab.variant(str(clab))
         try:
             yield other
         finally:

@@ -263,7 +263,8 @@ class Report:
             "lab": lab,
             "runtime": info.get("runtime"),
             "time_scale": info.get("time_scale"),
-            **deployed(lab),
+            **(info.get("deployed") or deployed(lab)),
+            **({"seed": info["seed"]} if "seed" in info else {}),
             "started": datetime.fromtimestamp(self.started, timezone.utc).isoformat(
                 timespec="seconds"),
             "duration": round(time.time() - self.started, 3),

@@ -7,13 +7,11 @@ switches' counters.
 from __future__ import annotations
 
 import json
-import socket
 import struct
 import time
 from dataclasses import dataclass
 from ipaddress import IPv4Interface
 
-from pyroute2 import NetNS
 
 from fabric.config import SwitchConfig, port_name
 from fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp, tc_of_pcp
@@ -303,27 +301,5 @@ def delta(before: dict, after: dict) -> dict:
 # --------------------------------------------------------------------------- hosts
 
 
-def host_interfaces(lab: Lab) -> dict[str, list[IPv4Interface]]:
-    """Each host's IPv4 addresses with their prefixes, on its wired interfaces."""
-    out: dict[str, list[IPv4Interface]] = {}
-    for host in lab.topology.hosts:
-        wired = set(lab.topology.interfaces(host.name))
-        with NetNS(lab.state.namespaces[host.name]) as ipr:
-            names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ipr.get_links()}
-            out[host.name] = [
-                IPv4Interface(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}")
-                for a in ipr.get_addr(family=socket.AF_INET) if names.get(a["index"]) in wired]
-    return out
-
-
 def same_subnet(a: list[IPv4Interface], b: list[IPv4Interface]) -> bool:
     return any(x.network == y.network for x in a for y in b)
-
-
-def default_gateway(lab: Lab, host: str) -> str | None:
-    """The host's IPv4 default gateway, from its kernel."""
-    with NetNS(lab.state.namespaces[host]) as ipr:
-        for route in ipr.get_routes(family=socket.AF_INET):
-            if route["dst_len"] == 0 and route.get_attr("RTA_GATEWAY"):
-                return route.get_attr("RTA_GATEWAY")
-    return None

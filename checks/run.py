@@ -66,6 +66,7 @@ def given_results(results: str | Path, overwrite: bool) -> Path:
 
 def pytest_argv(lab: str, results: Path, k: str | None = None,
                 extra: list[str] | None = None) -> list[str]:
+    """``extra``: more pytest options, e.g. ``--runtime sim --seed 3``."""
     """The pytest command line: the checks, the report plugin, JUnit XML in ``results``."""
     argv = [sys.executable, "-m", "pytest", str(ROOT / "checks"),
             "-p", "checks.report", "-p", "no:cacheprovider",
@@ -84,7 +85,17 @@ def run(spec: str, k: str | None = None, results: str | Path | None = None,
     """Run the checks on lab ``spec`` (name or topology path); (pytest's exit code, results
     folder). A lab that is not running is brought up first and always taken down after.
     The agents this run starts (the lab's, the checks' variant labs') may trace into
-    ``results``."""
+    ``results``. ``runtime`` sim runs the lab's files in virtual time inside pytest: there
+    is nothing to bring up, lock or take down."""
+    if runtime == "sim":
+        topo = topology.load(spec)  # bad input is one line before pytest starts
+        folder = given_results(results, overwrite) if results else fresh_results(topo.name)
+        if results:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+        report.provisional(folder, topo.name, "sim", None)
+        argv = pytest_argv(str(topo.path), folder, k, ["--runtime", "sim", *(extra or [])])
+        return _pytest(argv, say), folder
     with traces_allowed_in(Path(results) if results else None):
         return _run(spec, k, results, runtime, say, extra, reuse, overwrite)
 

@@ -141,10 +141,10 @@ def test_v1_to_another_domain_is_refused_by_the_router(lab, domains, evidence, s
     domain = l2.domain_of(lab.topology, sender)
     macs = roce.router_macs(lab.topology)
     outsiders = sorted({h.name for h in lab.topology.hosts} - domain.hosts)
-    gateway = roce.default_gateway(lab, sender)
+    gateway = lab.default_gateway(sender)
     for dst in outsiders:
         if gateway:  # the bridges on the way learn the gateway's MAC: no flooding
-            lab.exec(sender, ["ping", "-n", "-c", "1", "-W", "1", gateway], timeout=5)
+            lab.ping(sender, "gateway", gateway, count=1)
         run = send(lab, evidence, sender, dst, "v1", pcp=LOSSLESS_PCP)
         result = run.result
         outside = sorted(result.seen_on() - domain.ports)
@@ -179,7 +179,7 @@ def test_v2_is_routed_ttl_down_one_per_router(lab, domains, evidence, sender):
     """RoCEv2 from one host per domain reaches every other host: across subnets routed,
     each router taking exactly 1 off the TTL and bridges none; within its subnet unrouted,
     TTL unchanged; DSCP, ECN, ICRC and payload intact everywhere."""
-    addrs = roce.host_interfaces(lab)
+    addrs = lab.host_interfaces()
     for dst in sorted(h.name for h in lab.topology.hosts if h.name != sender):
         run = send(lab, evidence, sender, dst, "v2", dscp=LOSSLESS_DSCP)
         arrived = assert_intact(run, "v2", sender, dst)
@@ -273,7 +273,7 @@ def classified(lab, evidence, sender: str, dst: str, kind: str, what: str, **kw)
 def target(lab, sender: str, *, other_subnet: bool) -> str | None:
     """A destination for ``sender``: the first host in another subnet (or in the same one),
     by name."""
-    addrs = roce.host_interfaces(lab)
+    addrs = lab.host_interfaces()
     for host in sorted(h.name for h in lab.topology.hosts if h.name != sender):
         if roce.same_subnet(addrs[sender], addrs[host]) != other_subnet:
             return host

@@ -34,7 +34,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
 
 from labs.generate_config import CABLE_M, LAB_NIC, config_db, nic_yaml
-from labs.topology import NAME_RE, SONIC_CONFIG_TARGET
+from labs.topology import NAME_RE, SONIC_STAGED_CONFIG
 
 MAX_HOSTS = 4096
 MAX_RACK_HOSTS = 244  # hosts .11 to .254 of a rack's /24
@@ -401,7 +401,7 @@ def _clab(fabric: Fabric) -> str:
     ]
     for sw in fabric.switches.values():
         lines += [f"    {sw.name}:", "      kind: sonic-vs", "      binds:",
-                  f"        - configs/{sw.name}/config_db.json:{SONIC_CONFIG_TARGET}"]
+                  f"        - configs/{sw.name}/config_db.json:{SONIC_STAGED_CONFIG}:ro"]
     for host in fabric.hosts:
         lines += [f"    {host.name}:", "      kind: linux", "      exec:",
                   f"        - ip addr add {host.address} dev eth1",

@@ -7,6 +7,7 @@ finds a running lab and refuses it when it is not what its files say (``labs.fin
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import socket
@@ -14,6 +15,7 @@ import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from ipaddress import IPv4Interface
 from pathlib import Path
 
 from pyroute2 import netns
@@ -238,7 +240,17 @@ def _one_line(e: Exception) -> str:
     return text if isinstance(e, LabError) else f"{type(e).__name__}: {text}"
 
 
+def simulated(spec: str, time_scale: float = 1.0, seed: int = 0):
+    """The lab in virtual time, in this process (``labs.runtimes.sim``): nothing to bring
+    up or down outside it."""
+    from labs.runtimes import sim  # the simulator imports this module's result types
+    return sim.up(topology.load(spec), time_scale, seed)
+
+
 class Lab:
+    """A live lab (netns or containerlab). ``labs.runtimes.sim.SimLab`` answers the same
+    calls in virtual time: checks and traffic use only what both provide."""
+
     def __init__(self, state: LabState, topo: Topology) -> None:
         self.state = state
         self.topology = topo
@@ -251,6 +263,106 @@ class Lab:
     def down(self, logs: Path | None = None) -> None:
         with lock.hold(self.name, exclusive=True), deferred():
             _down(self.state, logs)
+
+    @property
+    def runtime_name(self) -> str:
+        return self.state.runtime
+
+    @property
+    def topology_path(self) -> str:
+        return self.state.topology
+
+    def node_time_scale(self, node: str) -> float:
+        return self.topology.nodes[node].time_scale
+
+    def variant(self, clab: str) -> "Lab":
+        """An edited copy of this lab, up in the same runtime and recorded as its variant
+        (its caller takes it down). A copy a killed run left goes first; a lab of that name
+        that is not this one's variant is refused."""
+        name = lab_name(clab)
+        left = states.load(name)
+        if left is not None and left.parent != self.name:
+            raise LabError(f"variant name {name} is taken by a lab that is not a variant of "
+                           f"{self.name}")
+        down(name)
+        return up(clab, self.runtime_name, parent=self.name)
+
+    def sim_s(self, wall_s: float) -> float:
+        """The span a live caller means by ``wall_s``: the same, here."""
+        return wall_s
+
+    # --- traffic and frames (the simulator answers these in virtual time) -----------------
+
+    def run_endpoints(self, specs: dict[str, dict], timeout_s: float,
+                      on_progress=None) -> tuple[dict[str, dict], float]:
+        """RoCE endpoint processes in the hosts (``labs.endpoints``)."""
+        from labs import endpoints
+        return endpoints.run(self, specs, timeout_s, on_progress)
+
+    def capture(self, **kw):
+        """``traffic.capture.Capture`` on this lab's wires (AF_PACKET in the namespaces)."""
+        from traffic.capture import Capture
+        return Capture(self, **kw)
+
+    def send_frames(self, host: str, iface: str, frames) -> None:
+        """Raw frames out of ``host``'s interface, as its NIC would send them."""
+        from traffic.capture import open_sockets
+        (sock,) = open_sockets(self.state.namespaces[host], [iface])
+        with sock:
+            for frame in frames:
+                sock.send(frame)
+
+    def host_interfaces(self) -> dict[str, list[IPv4Interface]]:
+        """Each host's IPv4 addresses with their prefixes, on its wired interfaces."""
+        out: dict[str, list[IPv4Interface]] = {}
+        for host in self.topology.hosts:
+            wired = set(self.topology.interfaces(host.name))
+            with open_namespace(self.state.namespaces[host.name]) as ipr:
+                names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ipr.get_links()}
+                out[host.name] = [
+                    IPv4Interface(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}")
+                    for a in ipr.get_addr(family=socket.AF_INET)
+                    if names.get(a["index"]) in wired]
+        return out
+
+    def default_gateway(self, host: str) -> str | None:
+        """The host's IPv4 default gateway, from its kernel."""
+        with open_namespace(self.state.namespaces[host]) as ipr:
+            for route in ipr.get_routes(family=socket.AF_INET):
+                if route["dst_len"] == 0 and route.get_attr("RTA_GATEWAY"):
+                    return route.get_attr("RTA_GATEWAY")
+        return None
+
+    def route(self, host: str, dst_ip: str) -> tuple[str, str | None]:
+        """(interface, gateway or None when on-link) ``host``'s kernel uses toward ``dst_ip``."""
+        route = self._ip_json(host, ["route", "get", dst_ip])[0]
+        return route["dev"], route.get("gateway")
+
+    def mac(self, host: str, iface: str) -> str:
+        return self._ip_json(host, ["link", "show", "dev", iface])[0]["address"]
+
+    def host_iface(self, host: str, ip: str) -> str:
+        """The interface of ``host`` that holds address ``ip``."""
+        return self._ip_json(host, ["-4", "addr", "show", "to", ip])[0]["ifname"]
+
+    def neighbour(self, host: str, iface: str, ip: str) -> str | None:
+        """The MAC ``host`` has for ``ip``; one ping to make its kernel resolve it first."""
+        def lladdr() -> str | None:
+            entries = self._ip_json(host, ["neigh", "show", "to", ip, "dev", iface])
+            return next((e["lladdr"] for e in entries if "lladdr" in e), None)
+        mac = lladdr()
+        if mac is None:
+            self.exec(host, ["ping", "-n", "-c", "1", "-W", "1", ip], timeout=5)
+            mac = lladdr()
+        return mac
+
+    def _ip_json(self, host: str, args: list[str]) -> list[dict]:
+        proc = self.exec(host, ["ip", "-j", *args], timeout=10)
+        data = json.loads(proc.stdout or "[]") if proc.returncode == 0 else []
+        if not data:
+            raise LabError(f"{host}: ip {' '.join(args)}: "
+                           f"{proc.stderr.strip() or 'nothing found'}")
+        return data
 
     def exec(self, node: str, argv: list[str],
              timeout: float | None = None) -> subprocess.CompletedProcess:

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, TypeVar
@@ -114,27 +115,48 @@ def open_sockets(namespace: str, ifaces: list[str], *, timestamps: bool = False,
     return run_in_netns(namespace, open_all)
 
 
+class NsPcapNgWriter(PcapNgWriter):
+    """pcapng with nanosecond timestamps (``if_tsresol`` 9 on every interface): scapy's
+    writer stores microseconds, which would merge a simulated 100G link's frames (86 ns
+    apart) and round a live capture's kernel stamps."""
+
+    def __init__(self, filename: str) -> None:
+        super().__init__(filename)
+        self.tsresol = 10**9
+
+    def _write_block_idb(self, linktype: int, ifname: bytes | None = None) -> None:
+        endian = self.endian
+        opts = b""
+        if ifname is not None:
+            opts += struct.pack(endian + "HH", 2, len(ifname)) + self._add_padding(ifname)
+        opts += struct.pack(endian + "HHB3x", 9, 1, 9)  # if_tsresol: 10^-9 s
+        opts += struct.pack(endian + "HH", 0, 0)
+        body = struct.pack(endian + "HHI", linktype, 0, 262144)
+        self.f.write(self.build_block(struct.pack(endian + "I", 1), body, options=opts))
+
+
 class PcapFiles:
     """One pcapng file per (node, iface), both directions in it, each frame flagged
-    inbound or outbound (classic pcap cannot say which), named ``<node>-<iface>.pcapng``."""
+    inbound or outbound (classic pcap cannot say which), named ``<node>-<iface>.pcapng``,
+    stamped to the nanosecond (wall time live, simulated time in virtual time)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        self._writers: dict[tuple[str, str], PcapNgWriter] = {}
+        self._writers: dict[tuple[str, str], NsPcapNgWriter] = {}
 
     def path(self, node: str, iface: str) -> Path:
         return self.folder / f"{node}-{iface}.pcapng"
 
-    def write(self, node: str, iface: str, direction: Direction, wall_time: float,
+    def write(self, node: str, iface: str, direction: Direction, time_ns: int,
               frame: bytes) -> None:
         writer = self._writers.get((node, iface))
         if writer is None:
-            writer = self._writers[node, iface] = PcapNgWriter(str(self.path(node, iface)))
+            writer = self._writers[node, iface] = NsPcapNgWriter(str(self.path(node, iface)))
             writer.linktype = DLT_EN10MB  # scapy cannot infer it from raw bytes
             writer.write_header(None)
         pkt = Raw(frame)  # raw: the file holds the exact bytes, not a scapy rebuild
-        pkt.time = wall_time
+        pkt.time = Fraction(time_ns, 10**9)  # exact under the writer's int(time * 10^9)
         pkt.direction = PCAPNG_DIRECTION[direction]
         pkt.sniffed_on = f"{node}:{iface}"
         writer.write_packet(pkt)
@@ -246,7 +268,8 @@ class Capture:
             when = now if stamp is None else stamp - self._wall_offset
             direction: Direction = "out" if pkttype == socket.PACKET_OUTGOING else "in"
             if self.pcap is not None:
-                self.pcap.write(tap.node, tap.iface, direction, when + self._wall_offset, frame)
+                self.pcap.write(tap.node, tap.iface, direction,
+                                round((when + self._wall_offset) * 1e9), frame)
             with self._cond:
                 self._records.append((tap, direction, when, frame))
                 self._last = now

@@ -12,23 +12,18 @@ connection set-up would; source ports differ per flow, so ECMP spreads them.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
-import selectors
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabric.config import port_name
-from labs.lab import Lab
 from labs.nic import NicSettings
-from labs.runtimes.netns import PROJECT_ROOT
 from labs.topology import Node
 from traffic.rc import Operation
+
+if TYPE_CHECKING:  # the lab is the caller's; patterns only read it
+    from labs.lab import Lab
 
 SENDER_QPN = 0x100
 RECEIVER_QPN = 0x800
@@ -37,7 +32,6 @@ SPORT_BASE = 0xC000
 # window is wide: congestion control and PFC, not the window, must keep queues in check.
 WINDOW = 1024
 FRAME_OVERHEAD = 14 + 20 + 8 + 12 + 16 + 4  # Ethernet, IPv4, UDP, BTH, RETH, ICRC
-START_TIMEOUT_S = 15.0
 ACK_DELAYS_PER_TIMEOUT = 8  # a held ACK goes out well before the sender's timer fires
 DEFAULT_SPEED_MBPS = 100_000
 
@@ -144,7 +138,7 @@ def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
         node = hosts[name]
         if name not in addresses:
             raise PatternError(f"host {name} has no IPv4 address on a lab link")
-        out[name] = {"iface": lab.topology.interfaces(name)[0], "time_scale": node.time_scale,
+        out[name] = {"iface": lab.topology.interfaces(name)[0], "time_scale": lab.node_time_scale(name),
                      "speed_mbps": host_speed_mbps(lab, name), "timeout_s": timeout_s,
                      "nic": nic_settings(node, nic).model_dump(),
                      "send": [], "receive": []}
@@ -182,120 +176,22 @@ def run(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 60.
         nic: NicOverrides | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Run ``flows`` concurrently through ``lab`` and return every flow's results.
 
-    All endpoints start, open their sockets and resolve their peers before any sends (a
-    ``go`` to all at once). The run ends when every endpoint reported done, or at
-    ``timeout_s``, when the endpoints report what they got so far."""
+    The lab runs the endpoints its own way (``Lab.run_endpoints``: processes in the hosts'
+    namespaces live, NIC cores in the event loop simulated), from the same specs. All start
+    together; the run ends when every flow is complete or at ``timeout_s`` (wall time of the
+    live lab: the simulator runs the same span of fabric time)."""
     if not flows:
         raise PatternError(f"{pattern}: no flows")
     nodes = check_hosts(lab, flows)
-    scale = nodes[flows[0].src].time_scale
+    scale = lab.node_time_scale(flows[0].src)
     mtu = nic_settings(nodes[flows[0].src], nic).roce.mtu
     slowest = min(host_speed_mbps(lab, h) for f in flows for h in (f.src, f.dst))
     rto_s = retransmit_timeout(flows, slowest * 1e6 / scale, mtu)
     per_host = specs(lab, flows, rto_s=rto_s, timeout_s=timeout_s, nic=nic)
     total = sum(f.size * f.count for f in flows)
-    procs: dict[str, subprocess.Popen] = {}
-    try:
-        for host, spec in per_host.items():
-            argv = lab.runtime.exec_argv(lab.state, host,
-                                         [sys.executable, "-m", "traffic.endpoint", "--spec", "-"])
-            procs[host] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                           stderr=subprocess.PIPE, cwd=PROJECT_ROOT)
-        events = _Events(procs)
-        for host, spec in per_host.items():
-            events.tell(host, json.dumps(spec))
-        events.await_all("ready", time.monotonic() + START_TIMEOUT_S)
-        started = time.monotonic()
-        for host in procs:
-            events.tell(host, "go")
-        done = events.await_all("done", started + timeout_s + START_TIMEOUT_S,
-                                on_progress=lambda acked: progress and progress(acked, total))
-        elapsed = time.monotonic() - started
-    finally:
-        _stop(procs)
+    done, elapsed = lab.run_endpoints(
+        per_host, timeout_s, on_progress=progress and (lambda acked: progress(acked, total)))
     return merge(pattern, lab.name, flows, done, scale, rto_s, elapsed)
-
-
-class _Events:
-    """JSON lines from every endpoint, read from the pipes' bytes as they come (a buffered
-    reader could hold a second line where select() no longer sees it)."""
-
-    def __init__(self, procs: dict[str, subprocess.Popen]) -> None:
-        self.procs = procs
-        self.sel = selectors.DefaultSelector()
-        self.pending: dict[str, bytes] = {host: b"" for host in procs}
-        for host, proc in procs.items():
-            self.sel.register(proc.stdout.fileno(), selectors.EVENT_READ, host)
-        self.acked: dict[str, int] = {}
-
-    def tell(self, host: str, line: str) -> None:
-        try:
-            self.procs[host].stdin.write(line.encode() + b"\n")
-            self.procs[host].stdin.flush()
-        except BrokenPipeError:
-            raise PatternError(f"endpoint on {host} exited: {self._why(host)}") from None
-
-    def lines(self, timeout: float) -> list[tuple[str, str]]:
-        """(host, line) for every complete line that arrived within ``timeout``."""
-        out = []
-        for key, _ in self.sel.select(timeout):
-            host = key.data
-            chunk = os.read(key.fd, 65536)
-            if not chunk:
-                raise PatternError(f"endpoint on {host} exited: {self._why(host)}")
-            *complete, self.pending[host] = (self.pending[host] + chunk).split(b"\n")
-            out += [(host, line.decode()) for line in complete]
-        return out
-
-    def await_all(self, kind: str, deadline: float,
-                  on_progress: Callable[[int], Any] | None = None) -> dict[str, dict]:
-        got: dict[str, dict] = {}
-        while len(got) < len(self.procs):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                missing = sorted(set(self.procs) - set(got))
-                raise PatternError(f"endpoints on {', '.join(missing)} sent no {kind!r} in time")
-            for host, line in self.lines(remaining):
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    raise PatternError(f"endpoint on {host} said: {line[:200]}") from None
-                if event["event"] == "error":
-                    raise PatternError(f"endpoint on {host}: {event['error']}")
-                if event["event"] == "progress":
-                    self.acked[host] = event["sent_bytes"]
-                    if on_progress:
-                        on_progress(sum(self.acked.values()))
-                elif event["event"] == kind:
-                    got[host] = event
-        return got
-
-    def _why(self, host: str) -> str:
-        proc = self.procs[host]
-        try:
-            proc.wait(timeout=2)
-            err = proc.stderr.read().decode(errors="replace")
-        except subprocess.TimeoutExpired:
-            return "no output"
-        lines = err.strip().splitlines()
-        return lines[-1] if lines else f"exit code {proc.returncode}"
-
-
-def _stop(procs: dict[str, subprocess.Popen]) -> None:
-    """Close every endpoint's stdin (its signal to exit), then make sure it is gone."""
-    for proc in procs.values():
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-    for proc in procs.values():
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            stream.close()
 
 
 def merge(pattern: str, lab: str, flows: list[FlowSpec], done: dict[str, dict], scale: float,

@@ -12,7 +12,6 @@ as RoCE: the ICMP error a host returns quotes the nonce, but is not RoCE.
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import Any, Literal
 
 from labs.lab import HOST_TTL, Lab
 from traffic import packets
-from traffic.capture import Capture, Direction, Sighting, open_sockets
+from traffic.capture import Direction, Sighting
 from traffic.packets import ECT0, Flow
 
 Kind = Literal["v1", "v2", "pfc"]
@@ -230,8 +229,8 @@ def probe(lab: Lab, src: str, dst: str, kind: Kind, *, count: int = 3,
         sent = [_roce_frame(kind, path, dst_mac, i, nonce, dscp, ecn, pcp, vlan, sport)
                 for i, nonce in enumerate(nonces)]
         match = _roce_match(set(nonces))
-    with Capture(lab, pcap_dir=pcap_dir, match=match) as cap:
-        _send(lab.state.namespaces[src], path.iface, sent)
+    with lab.capture(pcap_dir=pcap_dir, match=match) as cap:
+        lab.send_frames(src, path.iface, sent)
         cap.wait_quiet(QUIET_S, SETTLE_TIMEOUT_S)
     return ProbeResult(kind, src, dst, sent, cap.frames(), pcap_dir,
                        frozenset(h.name for h in lab.topology.hosts), cap.kernel_drops())
@@ -239,7 +238,7 @@ def probe(lab: Lab, src: str, dst: str, kind: Kind, *, count: int = 3,
 
 def _check(lab: Lab, src: str, dst: str, kind: str, count: int, dscp: int, ecn: int,
            pcp: int, vlan: int | None) -> None:
-    if os.geteuid() != 0:
+    if lab.runtime_name != "sim" and os.geteuid() != 0:
         raise ProbeError("probing needs root: it opens raw sockets inside the lab's "
                          "namespaces")
     hosts = sorted(h.name for h in lab.topology.hosts)
@@ -261,53 +260,21 @@ def _check(lab: Lab, src: str, dst: str, kind: str, count: int, dscp: int, ecn: 
 
 
 def _resolve(lab: Lab, src: str, dst: str, *, need_next_hop: bool) -> _Path:
-    """Ask the hosts' kernels: addresses, the route src takes to dst, the next hop's MAC."""
+    """Ask the hosts (their kernels, live): addresses, the route src takes to dst, the next
+    hop's MAC."""
     addrs = lab.host_addresses()
     for host in (src, dst):
         if host not in addrs:
             raise ProbeError(f"{host} has no IPv4 address on a wired interface")
-    route = _ip_first(lab, src, ["route", "get", addrs[dst]])
-    iface = route["dev"]
-    src_mac = _mac(lab, src, iface)
-    dst_iface = _ip_first(lab, dst, ["-4", "addr", "show", "to", addrs[dst]])["ifname"]
-    dst_host_mac = _mac(lab, dst, dst_iface)
-    next_hop = route.get("gateway", addrs[dst])
-    return _Path(iface, src_mac, addrs[src], addrs[dst], dst_host_mac,
-                 _neighbour(lab, src, iface, next_hop) if need_next_hop else "")
-
-
-def _mac(lab: Lab, host: str, iface: str) -> str:
-    return _ip_first(lab, host, ["link", "show", "dev", iface])["address"]
-
-
-def _neighbour(lab: Lab, host: str, iface: str, ip: str) -> str:
-    """The MAC ``host`` has for ``ip``; one ping to make its kernel resolve it if needed."""
-    mac = _lladdr(lab, host, iface, ip)
-    if mac is None:
-        lab.exec(host, ["ping", "-n", "-c", "1", "-W", "1", ip], timeout=5)
-        mac = _lladdr(lab, host, iface, ip)
-    if mac is None:
-        raise ProbeError(f"{host} cannot resolve {ip}'s MAC on {iface} (no ARP reply)")
-    return mac
-
-
-def _lladdr(lab: Lab, host: str, iface: str, ip: str) -> str | None:
-    entries = _ip_json(lab, host, ["neigh", "show", "to", ip, "dev", iface])
-    return next((e["lladdr"] for e in entries if "lladdr" in e), None)
-
-
-def _ip_json(lab: Lab, host: str, args: list[str]) -> list[dict]:
-    proc = lab.exec(host, ["ip", "-j", *args], timeout=10)
-    if proc.returncode != 0:
-        raise ProbeError(f"{host}: ip {' '.join(args)}: {proc.stderr.strip()}")
-    return json.loads(proc.stdout or "[]")
-
-
-def _ip_first(lab: Lab, host: str, args: list[str]) -> dict:
-    data = _ip_json(lab, host, args)
-    if not data:
-        raise ProbeError(f"{host}: ip {' '.join(args)}: nothing found")
-    return data[0]
+    iface, gateway = lab.route(src, addrs[dst])
+    dst_host_mac = lab.mac(dst, lab.host_iface(dst, addrs[dst]))
+    next_hop = gateway or addrs[dst]
+    next_hop_mac = ""
+    if need_next_hop:
+        next_hop_mac = lab.neighbour(src, iface, next_hop) or ""
+        if not next_hop_mac:
+            raise ProbeError(f"{src} cannot resolve {next_hop}'s MAC on {iface} (no ARP reply)")
+    return _Path(iface, lab.mac(src, iface), addrs[src], addrs[dst], dst_host_mac, next_hop_mac)
 
 
 def _roce_frame(kind: Kind, path: _Path, dst_mac: str | None, i: int, nonce: bytes,
@@ -336,11 +303,3 @@ def _pfc_match(src_mac: str) -> Callable[[bytes], bool]:
     def match(frame: bytes) -> bool:
         return frame[6:12] == mac and packets.parse_pfc(frame) is not None
     return match
-
-
-def _send(namespace: str, iface: str, frames: list[bytes]) -> None:
-    """Transmit from the host's own interface, as its NIC would."""
-    (sock,) = open_sockets(namespace, [iface])
-    with sock:
-        for frame in frames:
-            sock.send(frame)

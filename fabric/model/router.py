@@ -79,7 +79,7 @@ def ecmp_index(src: int, dst: int, proto: int, sport: int | None, dport: int | N
     return flow_hash(src, dst, proto, sport, dport) % n
 
 
-def packet_flow_hash(packet: bytes, offset: int = 0) -> int:
+def packet_flow_hash(packet: bytes, offset: int = 0, salt: int = 0) -> int:
     """``flow_hash`` of the IPv4 packet at ``offset``: 5-tuple for TCP/UDP, 3-tuple for
     other protocols and for fragments (only a first fragment has ports; keeping every
     fragment of a datagram on one path avoids reordering)."""
@@ -89,7 +89,7 @@ def packet_flow_hash(packet: bytes, offset: int = 0) -> int:
     key = packet[offset + 12:offset + 20] + _PROTO_BYTE[proto]
     if (proto == IPPROTO_UDP or proto == IPPROTO_TCP) and not frag & 0x3FFF:
         key += packet[offset + ihl:offset + ihl + 4]
-    return zlib.crc32(key)
+    return zlib.crc32(key, salt)
 
 
 # --- interfaces and neighbours --------------------------------------------------------------
@@ -246,8 +246,11 @@ class Router:
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
-                 cpu: CpuCounters) -> None:
+                 cpu: CpuCounters, ecmp_salt: int = 0) -> None:
+        """``ecmp_salt``: the hash seed (a switch's ECMP hash seed; 0 hashes the bare
+        5-tuple), so a simulation's seed can move flows between equal-cost paths."""
         self.router_mac = router_mac
+        self.ecmp_salt = ecmp_salt
         self.interfaces = {iface.name: iface for iface in interfaces}
         self.local_ips = frozenset(local_ips)
         self.cpu = cpu
@@ -398,7 +401,7 @@ class Router:
             key = frame[off + 12:off + 20] + _PROTO_BYTE[proto]
             if (proto == IPPROTO_UDP or proto == IPPROTO_TCP) and not frag & 0x3FFF:
                 key += frame[off + ihl:off + ihl + 4]
-            nh = hops[zlib.crc32(key) % len(hops)]
+            nh = hops[zlib.crc32(key, self.ecmp_salt) % len(hops)]
         l2 = nh.l2
         if l2 is not None:  # resolved next hop behind a routed port: the common case
             port = nh.port
@@ -463,7 +466,8 @@ class Router:
         if hops.__class__ is str:
             self.cpu.count(hops)
             return
-        nh = hops[packet_flow_hash(packet) % len(hops)] if len(hops) > 1 else hops[0]
+        nh = hops[packet_flow_hash(packet, salt=self.ecmp_salt) % len(hops)] \
+            if len(hops) > 1 else hops[0]
         self.cpu.count(self._send_ip(nh, packet, 0, CPU_CLASS, self.cpu, out, now))
 
     # --- ARP -------------------------------------------------------------------------------

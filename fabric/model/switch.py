@@ -86,9 +86,10 @@ class Switch:
     """One emulated switch built from its SONiC configuration."""
 
     def __init__(self, config: SwitchConfig, time_scale: float | None = None,
-                 rand: Callable[[], float] = random.random) -> None:
+                 rand: Callable[[], float] = random.random, ecmp_salt: int = 0) -> None:
         """``time_scale``: the lab's S (ports run at speed / S); None for infinite rate.
-        ``rand``: WRED's uniform draw in [0, 1), injectable for exact tests."""
+        ``rand``: WRED's uniform draw in [0, 1), injectable for exact tests (and seeded
+        per switch in a simulation); ``ecmp_salt``: the ECMP hash seed."""
         self.hostname = config.hostname
         self.time_scale = time_scale
         self._paced = time_scale is not None
@@ -118,7 +119,7 @@ class Switch:
         local_ips |= {int(a.ip) for addrs in config.loopbacks.values() for a in addrs}
         self.cpu = CpuCounters()
         self._router = Router(self.router_mac, interfaces, config.static_routes, local_ips,
-                              self.cpu)
+                              self.cpu, ecmp_salt)
         self._now = 0.0
         self._next_sweep = 0.0
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)

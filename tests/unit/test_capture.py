@@ -6,8 +6,10 @@ synthetic sightings built from real probe frames as each hop would have rewritte
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import socket
 import struct
+import subprocess
 
 import pytest
 from scapy.utils import PcapNgReader
@@ -172,18 +174,32 @@ def test_vlan_tag():
 def test_pcap_files_keep_exact_bytes_direction_and_time(tmp_path):
     files = PcapFiles(tmp_path / "evidence")
     out, back = probe_frame(nonce(1)), probe_frame(nonce(2), tagged=False)
-    files.write("h1", "eth1", "out", 1_700_000_000.5, out)
-    files.write("h1", "eth1", "in", 1_700_000_001.25, back)
-    files.write("leaf1", "eth3", "in", 1_700_000_000.75, out)
+    files.write("h1", "eth1", "out", 1_700_000_000_500_000_000, out)
+    files.write("h1", "eth1", "in", 1_700_000_001_250_000_086, back)
+    files.write("leaf1", "eth3", "in", 1_700_000_000_750_000_000, out)
     written = files.close()
     assert sorted(p.name for p in written) == ["h1-eth1.pcapng", "leaf1-eth3.pcapng"]
     packets = list(PcapNgReader(str(tmp_path / "evidence" / "h1-eth1.pcapng")))
     assert [bytes(p) for p in packets] == [out, back]
     assert [p.direction for p in packets] == [2, 1]  # pcapng: 2 outbound, 1 inbound
     assert [p.sniffed_on for p in packets] == ["h1:eth1", "h1:eth1"]
-    assert [float(p.time) for p in packets] == pytest.approx([1_700_000_000.5,
-                                                              1_700_000_001.25])
+    assert [float(p.time) for p in packets] == pytest.approx(  # scapy reads floats back
+        [1_700_000_000.5, 1_700_000_001.250_000_086], abs=1e-6)
     assert classify(bytes(packets[0])).icrc_ok  # byte-exact: the ICRC still checks
+
+
+def test_pcap_files_keep_nanoseconds_as_tshark_reads_them(tmp_path):
+    """Frames 86 ns apart (one 1 KB frame at 100G) stay 86 ns apart: microsecond stamps
+    would merge a simulated wire's frames."""
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark is not installed (scripts/install.sh installs it)")
+    files = PcapFiles(tmp_path)
+    for ns in (0, 86, 1500, 3000):
+        files.write("h1", "eth1", "out", ns, probe_frame(nonce(1)))
+    (path,) = files.close()
+    out = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e",
+                          "frame.time_relative"], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0.000000000", "0.000000086", "0.000001500", "0.000003000"]
 
 
 def test_pcap_files_write_nothing_when_nothing_was_seen(tmp_path):

@@ -15,7 +15,8 @@ ADDRESSES = {"h1": "10.1.1.11", "h2": "10.1.1.12", "h3": "10.1.2.13", "h4": "10.
 
 
 def fake_lab(topo=LAB):
-    return SimpleNamespace(name=topo.name, topology=topo, host_addresses=lambda: ADDRESSES)
+    return SimpleNamespace(name=topo.name, topology=topo, host_addresses=lambda: ADDRESSES,
+                           node_time_scale=lambda node: topo.nodes[node].time_scale)
 
 
 def test_a_host_runs_at_its_switch_ports_speed(tmp_path):

@@ -1,0 +1,129 @@
+"""Live RoCE endpoints: one ``traffic.endpoint`` process per host, inside its namespace,
+driven over JSON lines (``ready``, ``go``, ``progress``, ``done``); what ``Lab.run_endpoints``
+does for the live runtimes. The simulator drives the same NIC core in its event loop.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from labs.runtimes.netns import PROJECT_ROOT
+from traffic.patterns import PatternError
+
+if TYPE_CHECKING:
+    from labs.lab import Lab
+
+START_TIMEOUT_S = 15.0
+
+
+def run(lab: Lab, specs: dict[str, dict], timeout_s: float,
+        on_progress: Callable[[int], Any] | None = None) -> tuple[dict[str, dict], float]:
+    """Start every host's endpoint, let them resolve their peers, say ``go`` to all at once;
+    (each host's ``done`` report, wall seconds from go to the last report)."""
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        for host in specs:
+            argv = lab.runtime.exec_argv(lab.state, host,
+                                         [sys.executable, "-m", "traffic.endpoint", "--spec", "-"])
+            procs[host] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, cwd=PROJECT_ROOT)
+        events = _Events(procs)
+        for host, spec in specs.items():
+            events.tell(host, json.dumps(spec))
+        events.await_all("ready", time.monotonic() + START_TIMEOUT_S)
+        started = time.monotonic()
+        for host in procs:
+            events.tell(host, "go")
+        done = events.await_all("done", started + timeout_s + START_TIMEOUT_S,
+                                on_progress=on_progress)
+        return done, time.monotonic() - started
+    finally:
+        _stop(procs)
+
+
+class _Events:
+    """JSON lines from every endpoint, read from the pipes' bytes as they come (a buffered
+    reader could hold a second line where select() no longer sees it)."""
+
+    def __init__(self, procs: dict[str, subprocess.Popen]) -> None:
+        self.procs = procs
+        self.sel = selectors.DefaultSelector()
+        self.pending: dict[str, bytes] = {host: b"" for host in procs}
+        for host, proc in procs.items():
+            self.sel.register(proc.stdout.fileno(), selectors.EVENT_READ, host)
+        self.acked: dict[str, int] = {}
+
+    def tell(self, host: str, line: str) -> None:
+        try:
+            self.procs[host].stdin.write(line.encode() + b"\n")
+            self.procs[host].stdin.flush()
+        except BrokenPipeError:
+            raise PatternError(f"endpoint on {host} exited: {self._why(host)}") from None
+
+    def lines(self, timeout: float) -> list[tuple[str, str]]:
+        """(host, line) for every complete line that arrived within ``timeout``."""
+        out = []
+        for key, _ in self.sel.select(timeout):
+            host = key.data
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                raise PatternError(f"endpoint on {host} exited: {self._why(host)}")
+            *complete, self.pending[host] = (self.pending[host] + chunk).split(b"\n")
+            out += [(host, line.decode()) for line in complete]
+        return out
+
+    def await_all(self, kind: str, deadline: float,
+                  on_progress: Callable[[int], Any] | None = None) -> dict[str, dict]:
+        got: dict[str, dict] = {}
+        while len(got) < len(self.procs):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                missing = sorted(set(self.procs) - set(got))
+                raise PatternError(f"endpoints on {', '.join(missing)} sent no {kind!r} in time")
+            for host, line in self.lines(remaining):
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    raise PatternError(f"endpoint on {host} said: {line[:200]}") from None
+                if event["event"] == "error":
+                    raise PatternError(f"endpoint on {host}: {event['error']}")
+                if event["event"] == "progress":
+                    self.acked[host] = event["sent_bytes"]
+                    if on_progress:
+                        on_progress(sum(self.acked.values()))
+                elif event["event"] == kind:
+                    got[host] = event
+        return got
+
+    def _why(self, host: str) -> str:
+        proc = self.procs[host]
+        try:
+            proc.wait(timeout=2)
+            err = proc.stderr.read().decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            return "no output"
+        lines = err.strip().splitlines()
+        return lines[-1] if lines else f"exit code {proc.returncode}"
+
+
+def _stop(procs: dict[str, subprocess.Popen]) -> None:
+    """Close every endpoint's stdin (its signal to exit), then make sure it is gone."""
+    for proc in procs.values():
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    for proc in procs.values():
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()

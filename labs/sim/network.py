@@ -1,0 +1,100 @@
+"""A lab's topology as simulated nodes and wires: one ``SimSwitch`` per switch (the model
+built from its config_db.json), one ``SimHost`` per host, two ``Wire``s per link.
+
+- a wire runs at the speed of the switch port at either end (PORT ``speed``; both ends of a
+  switch-to-switch link must agree), divided by S;
+- its delay is the cable's (CABLE_LENGTH of the switch port, ~5 ns per metre) times S;
+- the seed derives every random choice: each switch's WRED draw and ECMP hash seed, and the
+  flows' start jitter (``labs.runtimes.sim``), so a lab and a seed give one result.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+
+from fabric.config import port_name
+from fabric.model.switch import Switch
+from labs.sim.engine import Engine
+from labs.sim.host import SimError, SimHost, host_config, host_mac
+from labs.sim.switch import SimSwitch
+from labs.sim.wire import Wire, cable_delay_ps
+from labs.topology import Topology
+
+DEFAULT_SPEED_MBPS = 100_000  # a host-to-host link with no switch port to read it from
+
+
+def derived_seed(seed: int, *names: str) -> int:
+    """A 32-bit seed for one purpose of one node, stable across runs and Python versions."""
+    digest = hashlib.sha256("/".join([str(seed), *names]).encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+class SimNetwork:
+    def __init__(self, topo: Topology, time_scale: float = 1.0, seed: int = 0) -> None:
+        if time_scale <= 0:
+            raise SimError(f"time scale must be positive (got {time_scale})")
+        self.topology = topo
+        self.time_scale = time_scale
+        self.seed = seed
+        self.engine = Engine()
+        self.switches: dict[str, SimSwitch] = {}
+        self.hosts: dict[str, SimHost] = {}
+        self.wires: dict[tuple[str, str], Wire] = {}  # (node, iface) -> its outgoing wire
+        for node in topo.switches:
+            ifaces = {port_name(i): i for i in topo.interfaces(node.name)}
+            rng = random.Random(derived_seed(seed, node.name, "wred"))
+            model = Switch(node.config, time_scale=time_scale, rand=rng.random,
+                           ecmp_salt=derived_seed(seed, node.name, "ecmp"))
+            self.switches[node.name] = SimSwitch(self.engine, node.name, model, ifaces,
+                                                 time_scale)
+        for node in topo.hosts:
+            ifaces = topo.interfaces(node.name)
+            config = host_config(node.name, node.exec, ifaces)
+            macs = {i: host_mac(topo.name, node.name, i) for i in ifaces}
+            self.hosts[node.name] = SimHost(self.engine, node.name, config, macs, time_scale)
+        for link in topo.links:
+            rate = self._rate_bps(link)
+            delay = cable_delay_ps(self._cable_m(link), time_scale)
+            for src, dst in ((link.a, link.b), (link.b, link.a)):
+                wire = Wire(self.engine, rate, delay, self._receiver(dst.node, dst.iface))
+                self.wires[src.node, src.iface] = wire
+                if src.node in self.switches:
+                    self.switches[src.node].wires[port_name(src.iface)] = wire
+                else:
+                    self.hosts[src.node].wires[src.iface] = wire
+        for switch in self.switches.values():
+            switch.start()
+
+    def _receiver(self, node: str, iface: str):
+        if node in self.switches:
+            return lambda frame, s=self.switches[node], p=port_name(iface): s.arrive(p, frame)
+        return lambda frame, h=self.hosts[node], i=iface: h.arrive(i, frame)
+
+    def _speeds(self, link) -> list[int]:
+        out = []
+        for end in (link.a, link.b):
+            config = self.topology.nodes[end.node].config
+            port = config.ports.get(port_name(end.iface)) if config else None
+            if port is not None:
+                out.append(port.speed_mbps)
+        return out
+
+    def _rate_bps(self, link) -> float:
+        speeds = self._speeds(link)
+        if len(set(speeds)) > 1:
+            raise SimError(f"link {link.a} - {link.b}: the ports' speeds differ "
+                           f"({' vs '.join(map(str, speeds))} Mb/s); the simulator needs one "
+                           "rate per wire")
+        return (speeds[0] if speeds else DEFAULT_SPEED_MBPS) * 1e6 / self.time_scale
+
+    def _cable_m(self, link) -> float:
+        metres = [self.topology.nodes[end.node].config.qos.cable_length_m.get(
+                      port_name(end.iface), 0)
+                  for end in (link.a, link.b) if self.topology.nodes[end.node].config]
+        return max(metres, default=0)
+
+    def speed_mbps(self, host: str) -> int:
+        """The rate of the wire a host's first interface sits on, in Mb/s (unscaled)."""
+        iface = self.topology.interfaces(host)[0]
+        return round(self.wires[host, iface].ps_per_byte and
+                     8e6 / self.wires[host, iface].ps_per_byte * self.time_scale)
