@@ -1,0 +1,400 @@
+"""A host's RoCE NIC as one pure object: the QPs it sends and receives on one port, and
+everything between them and the wire (issue 11, "one NIC model, two shells").
+
+The live endpoint (``traffic.endpoint``: an AF_PACKET socket and a select loop) and the
+virtual-time host both drive the same ``Nic``; nothing here reads a clock, sleeps or touches
+a socket. Time is ``now`` in float seconds on the caller's clock, the same clock for every
+call. The seam has the shape of the switch model's (``fabric.model``) and of HPCC's
+``RdmaHw``:
+
+- ``receive(frame, now)``: a frame from the wire. PFC/PAUSE sets the pause timer; RoCE data
+  runs the RC responder and the DCQCN notification point (CNPs and ACKs are queued);
+  ACK/NAK drive the requester; a CNP cuts the reaction point's rate.
+- ``dequeue(now)``: the next frame for the wire. CNPs first (their own class, never held by
+  a pause of the RoCE priority), then ACK/NAKs (held while the RoCE priority is paused),
+  then the data of the QP that has waited longest among those due. The port sends one frame
+  at a time at line rate, each QP at its DCQCN rate.
+- ``poll(now)``: the timers (RC retransmit, ACK coalescing, DCQCN, rate samples), and
+  ``next_wake(now)``: when either has something to do.
+
+Pacing follows the rate (issue 12.1). A QP keeps the start and the size of the frame it
+sent last; ``next_at = last_sent + bits / rate``. When the rate changes (a CNP, or a DCQCN
+increase noticed at the next ``poll`` or ``dequeue``) the pending gap is re-timed at the new
+rate from the last start, as HPCC's ``ChangeRate`` does, so a QP cut to the floor sends
+as soon as its recovered rate allows instead of waiting out the floor's gap. A re-timed
+``next_at`` in the past means "may send now", never a burst: the next frame starts no
+earlier than ``now``. A cut also never sets ``next_at`` before ``now``: with ``late_credit``
+(below) a past ``next_at`` would let the first frame at the lower rate count as started
+before the cut.
+
+Timing of frames. By default the NIC is exact, for a virtual-time caller that calls at the
+times ``next_wake`` gives: a frame starts at ``now``. A live event loop wakes late by a
+scheduler's jitter, which at emulated rates (a frame takes ~270 us at S = 3000) would cost
+rate; with ``late_credit`` a frame may count as started up to one frame time before ``now``
+(on the port and on its QP), so a late wake-up does not lose rate, and a much later one
+restarts the timeline rather than bursting to catch up.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+from labs.nic import NicSettings
+from traffic import wire
+from traffic.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
+from traffic.pause import PauseTimer
+from traffic.rc import DATA_OPCODES, RETH_OPCODES, Reply, Requester, Responder
+
+ECT0 = 2
+CE = 3
+RATE_SAMPLE_S = 0.005  # seconds between points of a flow's rate series
+MAX_RATE_POINTS = 4000
+NAK_SYNDROME = 0b011  # AETH syndrome bits 31..29 of a NAK
+
+FrameKind = Literal["data", "ack", "cnp"]
+
+
+@dataclass
+class SendFlow:
+    """A requester QP and everything that paces it."""
+
+    name: str
+    qpn: int
+    peer_qpn: int
+    rc: Requester
+    headers: wire.Headers
+    rp: ReactionPoint | None
+    line_bps: float
+    after: str | None = None  # a receive flow whose messages gate this one's (all-reduce)
+    next_at: float = 0.0  # may send from then on
+    last_sent: float | None = None  # start of the last frame sent (the pacing timeline)
+    last_bits: int = 0  # its size
+    paced_bps: float = 0.0  # the rate next_at was timed at
+    started: float | None = None
+    finished: float | None = None
+    cnps: int = 0
+    rate_series: list[list[float]] = field(default_factory=list)
+
+    def rate(self, now: float) -> float:
+        return self.line_bps if self.rp is None else self.rp.rate(now)
+
+    def retime(self, now: float) -> None:
+        """Re-time the pending gap if the rate changed since it was set: the last frame's
+        bits at the new rate from that frame's start (HPCC's ``ChangeRate``). A cut never
+        puts ``next_at`` before ``now`` (see the module's docstring)."""
+        if self.rp is None or self.last_sent is None:
+            return
+        rate = self.rp.rate(now)
+        if rate == self.paced_bps:
+            return
+        next_at = self.last_sent + self.last_bits / rate
+        self.next_at = max(next_at, now) if rate < self.paced_bps else next_at
+        self.paced_bps = rate
+
+    def result(self, t0: float, now: float) -> dict:
+        stats, rc = self.rc.stats, self.rc
+        end = self.finished if self.finished is not None else now
+        elapsed = end - (self.started if self.started is not None else end)
+        return {
+            "name": self.name, "role": "sender", "qpn": self.qpn, "messages": rc.count,
+            "message_bytes": rc.size, "messages_done": stats.messages_done,
+            "bytes": stats.bytes_acked, "elapsed_s": elapsed,
+            "goodput_bps": stats.bytes_acked * 8 / elapsed if elapsed > 0 else 0.0,
+            "completion_s": _percentiles(stats.completion_s),
+            "packets_sent": stats.packets_sent, "payload_bytes_sent": stats.bytes_sent,
+            "retransmitted": stats.retransmitted, "naks_received": stats.naks_received,
+            "timeouts": stats.timeouts, "acks_received": stats.acks_received,
+            "cnps_received": self.cnps, "failed": rc.failed,
+            "rate_series": [[round(t - t0, 6), r] for t, r in self.rate_series],
+        }
+
+
+@dataclass
+class ReceiveFlow:
+    """A responder QP and its notification point."""
+
+    name: str
+    qpn: int
+    peer_qpn: int
+    rc: Responder
+    count: int  # messages expected
+    ack_headers: wire.Headers
+    cnp_headers: wire.Headers
+    np: NotificationPoint | None
+    ce_marked: int = 0
+    finished: float | None = None
+
+    def result(self) -> dict:
+        s = self.rc.stats
+        return {"name": self.name, "role": "receiver", "qpn": self.qpn,
+                "messages": s.messages, "bytes": s.bytes, "packets": s.packets,
+                "duplicates": s.duplicates, "out_of_sequence": s.out_of_sequence,
+                "acks_sent": s.acks_sent, "naks_sent": s.naks_sent,
+                "ce_marked": self.ce_marked, "cnps_sent": self.np.cnps_sent if self.np else 0}
+
+
+def _percentiles(values: list[float]) -> dict:
+    if not values:
+        return {"p50": None, "p99": None, "max": None}
+    ordered = sorted(values)
+    return {"p50": statistics.median(ordered),
+            "p99": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+            "max": ordered[-1]}
+
+
+class Nic:
+    """One port's RoCE NIC: requester and responder QPs, pacing, PFC, DCQCN, RC."""
+
+    def __init__(self, settings: NicSettings, line_bps: float, time_scale: float = 1.0,
+                 rate_sample_s: float = RATE_SAMPLE_S, *, late_credit: bool = False) -> None:
+        """``line_bps`` is the port's emulated rate (speed / S); DCQCN's parameters are the
+        settings' for the real speed, scaled by S. ``late_credit``: see the module."""
+        if line_bps <= 0 or time_scale <= 0 or rate_sample_s <= 0:
+            raise ValueError("line_bps, time_scale and rate_sample_s must be positive")
+        self.settings = settings
+        self.line_bps = line_bps
+        self.time_scale = time_scale
+        self.rate_sample_s = rate_sample_s
+        self.late_credit = late_credit
+        dcqcn = settings.dcqcn
+        self.params: DcqcnParams | None = (
+            dcqcn.to_params(line_bps * time_scale).scaled(time_scale) if dcqcn.enabled
+            else None)
+        self.pause = PauseTimer(settings.roce.priority, line_bps)
+        self.senders: list[SendFlow] = []
+        self.receivers: dict[int, ReceiveFlow] = {}
+        self.by_qpn: dict[int, SendFlow] = {}
+        self.gated: dict[str, list[SendFlow]] = {}  # receive flow name -> senders it posts
+        self.wire_free = 0.0
+        self.started = False
+        self.cnp_queue: deque[bytes] = deque()
+        self.ack_queue: deque[bytes] = deque()  # ACK/NAKs: the RoCE class, held by a pause
+
+    # --- set-up --------------------------------------------------------------------------
+
+    def marking(self, kind: FrameKind) -> tuple[int, int]:
+        """(DSCP, ECN) this NIC puts on a kind of frame: data in the RoCE class with ECT(0)
+        when ECN is on, ACK/NAKs in the RoCE class, CNPs in their own."""
+        roce = self.settings.roce
+        if kind == "data":
+            return roce.dscp, ECT0 if roce.ecn else 0
+        if kind == "ack":
+            return roce.dscp, 0
+        return self.settings.cnp.dscp, 0
+
+    def headers(self, kind: FrameKind, *, src_mac: str, dst_mac: str, src_ip: str,
+                dst_ip: str, sport: int) -> wire.Headers:
+        """The ``wire.Headers`` for one direction of one QP, marked as ``marking`` says."""
+        dscp, ecn = self.marking(kind)
+        return wire.Headers(src_mac, dst_mac, src_ip, dst_ip, dscp=dscp, ecn=ecn, sport=sport)
+
+    def add_sender(self, flow: dict, headers: wire.Headers) -> SendFlow:
+        """A requester QP from one entry of a spec's ``send`` list (``traffic.patterns``);
+        ``headers`` carry its data frames (``headers("data", ...)``)."""
+        rc = Requester(size=flow["size"], count=flow["count"], mtu=self.settings.roce.mtu,
+                       op=flow.get("op", "write"), window=flow.get("window", 64),
+                       rto_s=flow["rto_s"], start_psn=flow.get("start_psn", 0),
+                       posted=1 if flow.get("after") else None)
+        sender = SendFlow(flow["name"], flow["qpn"], flow["peer_qpn"], rc, headers,
+                          ReactionPoint(self.params) if self.params else None, self.line_bps,
+                          after=flow.get("after"))
+        self.senders.append(sender)
+        self.by_qpn[sender.qpn] = sender
+        if sender.after is not None:
+            self.gated.setdefault(sender.after, []).append(sender)
+        return sender
+
+    def add_receiver(self, flow: dict, ack_headers: wire.Headers,
+                     cnp_headers: wire.Headers) -> ReceiveFlow:
+        """A responder QP from one entry of a spec's ``receive`` list."""
+        receiver = ReceiveFlow(
+            flow["name"], flow["qpn"], flow["peer_qpn"],
+            Responder(start_psn=flow.get("start_psn", 0), ack_every=flow.get("ack_every", 16),
+                      ack_delay_s=flow["ack_delay_s"]),
+            flow["count"], ack_headers, cnp_headers,
+            NotificationPoint(self.params) if self.params else None)
+        self.receivers[receiver.qpn] = receiver
+        return receiver
+
+    def start(self, now: float) -> None:
+        """Let the requesters send from ``now`` on (the patterns' common ``go``)."""
+        self.started = True
+        for flow in self.senders:
+            flow.next_at = now
+
+    # --- the wire ------------------------------------------------------------------------
+
+    def receive(self, frame: bytes, now: float) -> bool:
+        """A frame from the wire at ``now``; True if the NIC consumed it (PFC or PAUSE, or
+        RoCE for one of its QPs), False for the host's own stack."""
+        if self.pause.on_frame(frame, now):
+            return True
+        incoming = wire.parse(frame)
+        if incoming is None:
+            return False
+        if incoming.opcode in DATA_OPCODES:
+            receiver = self.receivers.get(incoming.dqpn)
+            if receiver is None:
+                return False
+            self._on_data(receiver, incoming, now)
+            return True
+        sender = self.by_qpn.get(incoming.dqpn)
+        if sender is None:
+            return False
+        if incoming.opcode == wire.CNP_OPCODE:
+            sender.cnps += 1
+            if sender.rp is not None:
+                sender.rp.on_cnp(now)
+                sender.retime(now)
+                self._sample_rate(sender, now, force=True)
+        elif incoming.opcode == wire.ACK_OPCODE and incoming.aeth is not None:
+            if incoming.aeth >> 29 == NAK_SYNDROME:
+                sender.rc.on_nak(incoming.psn, now)
+            else:
+                sender.rc.on_ack(incoming.psn, now)
+            if sender.rc.done and sender.finished is None:
+                sender.finished = now
+        else:
+            return False
+        return True
+
+    def _on_data(self, flow: ReceiveFlow, incoming: wire.Incoming, now: float) -> None:
+        ce = incoming.ecn == CE
+        flow.ce_marked += ce
+        if flow.np is not None and flow.np.on_packet(now, ce):
+            self.cnp_queue.append(wire.cnp_frame(flow.cnp_headers, flow.peer_qpn))
+        before = flow.rc.stats.messages
+        self._reply(flow, flow.rc.on_packet(incoming.psn, incoming.opcode, incoming.payload,
+                                            incoming.ackreq, now))
+        delivered = flow.rc.stats.messages - before
+        if delivered:
+            if flow.rc.stats.messages >= flow.count and flow.finished is None:
+                flow.finished = now
+            for sender in self.gated.get(flow.name, ()):
+                sender.rc.post(delivered)
+
+    def _reply(self, flow: ReceiveFlow, reply: Reply | None) -> None:
+        if reply is not None:
+            self.ack_queue.append(wire.ack_frame(flow.ack_headers, flow.peer_qpn, reply.psn,
+                                                 reply.msn, nak=reply.kind == "nak"))
+
+    def dequeue(self, now: float) -> bytes | None:
+        """The next frame to put on the wire at ``now``, or None (the wire busy, the RoCE
+        priority paused, or nothing due). Call until None."""
+        if now < self.wire_free:
+            return None
+        if self.cnp_queue:
+            return self._occupy(self.cnp_queue.popleft(), now)
+        if now < self.pause.until:
+            return None
+        if self.ack_queue:
+            return self._occupy(self.ack_queue.popleft(), now)
+        if not self.started:
+            return None
+        flow = None
+        for f in self.senders:
+            if f.rp is not None:
+                f.retime(now)
+            if f.next_at <= now and (flow is None or f.next_at < flow.next_at) \
+                    and f.rc.can_send():
+                flow = f
+        if flow is None:
+            return None
+        segment = flow.rc.next_segment(now)
+        reth = (segment.offset, segment.message_bytes) \
+            if segment.opcode in RETH_OPCODES else None
+        frame = wire.data_frame(flow.headers, flow.peer_qpn, segment.psn, segment.opcode,
+                                segment.payload, ackreq=segment.ackreq, reth=reth)
+        if flow.started is None:
+            flow.started = now
+        bits = len(frame) * 8
+        if flow.rp is not None:
+            flow.rp.on_bytes_sent(len(frame), now)
+        rate = flow.rate(now)
+        start = max(flow.next_at, now - bits / rate) if self.late_credit else now
+        flow.last_sent, flow.last_bits, flow.paced_bps = start, bits, rate
+        flow.next_at = start + bits / rate
+        return self._occupy(frame, now)
+
+    def _occupy(self, frame: bytes, now: float) -> bytes:
+        """The port sends ``frame`` from ``now`` (or, with late credit, from as early as one
+        frame time before): it holds the wire for its bits at line rate."""
+        frame_s = len(frame) * 8 / self.line_bps
+        start = max(self.wire_free, now - frame_s) if self.late_credit else now
+        self.wire_free = start + frame_s
+        return frame
+
+    # --- timers --------------------------------------------------------------------------
+
+    def poll(self, now: float) -> None:
+        """Run the timers due by ``now``: RC retransmits, the responders' ACK coalescing,
+        DCQCN (a rate change re-times the QP's pending send) and the rate samples."""
+        for receiver in self.receivers.values():
+            self._reply(receiver, receiver.rc.poll(now))
+        for flow in self.senders:
+            flow.rc.poll(now)
+            if flow.rc.done and flow.finished is None:
+                flow.finished = now
+            if flow.rp is not None:
+                flow.retime(now)
+            self._sample_rate(flow, now)
+
+    def next_wake(self, now: float) -> float | None:
+        """The earliest time, not before ``now``, at which ``dequeue`` or ``poll`` may have
+        something to do; None when nothing is pending."""
+        wake: float | None = None
+
+        def at(t: float) -> None:
+            nonlocal wake
+            if wake is None or t < wake:
+                wake = t
+
+        if self.cnp_queue:
+            at(self.wire_free)
+        if self.ack_queue:
+            at(max(self.wire_free, self.pause.until))
+        for flow in self.senders:
+            rc = flow.rc
+            if rc.done:
+                continue
+            if rc.deadline is not None:
+                at(rc.deadline)
+            if self.started and rc.can_send():
+                at(max(flow.next_at, self.wire_free, self.pause.until))
+            if flow.rp is not None and (event := flow.rp.next_event(now)) is not None:
+                at(event)
+        for receiver in self.receivers.values():
+            if (due := receiver.rc.next_timer()) is not None:
+                at(due)
+        return None if wake is None else max(wake, now)
+
+    def _sample_rate(self, flow: SendFlow, now: float, force: bool = False) -> None:
+        series = flow.rate_series
+        if len(series) >= MAX_RATE_POINTS or flow.rc.done:
+            return
+        if force or not series or now - series[-1][0] >= self.rate_sample_s:
+            series.append([now, flow.rate(now)])
+
+    # --- results -------------------------------------------------------------------------
+
+    @property
+    def complete(self) -> bool:
+        """Every requester done (or failed) and every responder got its messages."""
+        return all(f.rc.done for f in self.senders) and \
+            all(f.rc.stats.messages >= f.count for f in self.receivers.values())
+
+    def progress(self) -> dict:
+        return {"sent_bytes": sum(f.rc.stats.bytes_acked for f in self.senders),
+                "received_bytes": sum(f.rc.stats.bytes for f in self.receivers.values())}
+
+    def results(self, t0: float, now: float, timed_out: bool) -> dict:
+        """Every flow's statistics, the pause time up to ``now`` included; times in rate
+        series are from ``t0``. The shell adds what only it knows (kernel drops)."""
+        self.pause.settle(now)
+        return {"timed_out": timed_out, "time_scale": self.time_scale,
+                "line_rate_bps": self.line_bps,
+                "senders": [f.result(t0, now) for f in self.senders],
+                "receivers": [f.result() for f in self.receivers.values()],
+                "pfc_received": dict(self.pause.received), "paused_s": self.pause.paused_s}
