@@ -97,7 +97,8 @@ class Endpoint:
             if not reported and (nic.complete or now >= deadline):
                 say({"event": "done", **self.results(t0, now, timed_out=not nic.complete)})
                 reported = True
-            wake = min(next_progress, nic.next_wake(now) or next_progress)
+            due = nic.next_wake(now)
+            wake = next_progress if due is None else min(next_progress, due)
             ready, _, _ = select.select([self.sock, stdin], [], [],
                                         max(0.0, wake - time.monotonic()))
             if stdin in ready:

@@ -15,7 +15,8 @@ call. The seam has the shape of the switch model's (``fabric.model``) and of HPC
   then the data of the QP that has waited longest among those due. The port sends one frame
   at a time at line rate, each QP at its DCQCN rate.
 - ``poll(now)``: the timers (RC retransmit, ACK coalescing, DCQCN, rate samples), and
-  ``next_wake(now)``: when either has something to do.
+  ``next_wake(now)``: when either has something to do. A caller that wakes at those times,
+  and after each ``receive``, misses nothing; one that calls more often loses nothing.
 
 Pacing follows the rate (issue 12.1). A QP keeps the start and the size of the frame it
 sent last; ``next_at = last_sent + bits / rate``. When the rate changes (a CNP, or a DCQCN
@@ -36,6 +37,9 @@ restarts the timeline rather than bursting to catch up.
 """
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
@@ -68,6 +72,7 @@ class SendFlow:
     rp: ReactionPoint | None
     line_bps: float
     after: str | None = None  # a receive flow whose messages gate this one's (all-reduce)
+    index: int = 0  # its place among the NIC's senders: ties in next_at go to the first
     next_at: float = 0.0  # may send from then on
     last_sent: float | None = None  # start of the last frame sent (the pacing timeline)
     last_bits: int = 0  # its size
@@ -76,22 +81,26 @@ class SendFlow:
     finished: float | None = None
     cnps: int = 0
     rate_series: list[list[float]] = field(default_factory=list)
+    queued: int = 0  # the token of its entry among the NIC's ready QPs; 0: not there
+    rc_timer: float | None = None  # when the NIC's timer heap next looks at the RC timer
+    rp_timer: float | None = None  # ... and at DCQCN
 
     def rate(self, now: float) -> float:
         return self.line_bps if self.rp is None else self.rp.rate(now)
 
-    def retime(self, now: float) -> None:
+    def retime(self, now: float) -> bool:
         """Re-time the pending gap if the rate changed since it was set: the last frame's
         bits at the new rate from that frame's start (HPCC's ``ChangeRate``). A cut never
-        puts ``next_at`` before ``now`` (see the module's docstring)."""
+        puts ``next_at`` before ``now`` (see the module's docstring). True if it moved."""
         if self.rp is None or self.last_sent is None:
-            return
+            return False
         rate = self.rp.rate(now)
         if rate == self.paced_bps:
-            return
+            return False
         next_at = self.last_sent + self.last_bits / rate
         self.next_at = max(next_at, now) if rate < self.paced_bps else next_at
         self.paced_bps = rate
+        return True
 
     def result(self, t0: float, now: float) -> dict:
         stats, rc = self.rc.stats, self.rc
@@ -125,6 +134,7 @@ class ReceiveFlow:
     np: NotificationPoint | None
     ce_marked: int = 0
     finished: float | None = None
+    ack_timer: float | None = None  # when the NIC's timer heap next looks at ACK coalescing
 
     def result(self) -> dict:
         s = self.rc.stats
@@ -145,7 +155,13 @@ def _percentiles(values: list[float]) -> dict:
 
 
 class Nic:
-    """One port's RoCE NIC: requester and responder QPs, pacing, PFC, DCQCN, RC."""
+    """One port's RoCE NIC: requester and responder QPs, pacing, PFC, DCQCN, RC.
+
+    Work per frame does not grow with the number of QPs: the QPs that may send wait in a
+    heap by ``next_at``, and the RC, ACK-coalescing and DCQCN timers in another, both
+    lazily cleaned (an entry whose flow moved on is dropped when it reaches the top). A
+    timer entry may be early (its deadline moved later since): it then only re-arms.
+    """
 
     def __init__(self, settings: NicSettings, line_bps: float, time_scale: float = 1.0,
                  rate_sample_s: float = RATE_SAMPLE_S, *, late_credit: bool = False) -> None:
@@ -171,6 +187,11 @@ class Nic:
         self.started = False
         self.cnp_queue: deque[bytes] = deque()
         self.ack_queue: deque[bytes] = deque()  # ACK/NAKs: the RoCE class, held by a pause
+        self._ready: list[tuple[float, int, int, SendFlow]] = []  # (next_at, index, token, .)
+        self._timers: list[tuple[float, int, str, SendFlow | ReceiveFlow]] = []
+        self._seq = itertools.count(1)  # tokens and timer tie-breaks
+        self._unfinished = 0  # flows not yet done
+        self._next_sample = 0.0
 
     # --- set-up --------------------------------------------------------------------------
 
@@ -199,11 +220,13 @@ class Nic:
                        posted=1 if flow.get("after") else None)
         sender = SendFlow(flow["name"], flow["qpn"], flow["peer_qpn"], rc, headers,
                           ReactionPoint(self.params) if self.params else None, self.line_bps,
-                          after=flow.get("after"))
+                          after=flow.get("after"), index=len(self.senders))
         self.senders.append(sender)
         self.by_qpn[sender.qpn] = sender
         if sender.after is not None:
             self.gated.setdefault(sender.after, []).append(sender)
+        self._unfinished += not rc.done
+        self._offer(sender)  # only once started; a QP added later may send at once
         return sender
 
     def add_receiver(self, flow: dict, ack_headers: wire.Headers,
@@ -216,19 +239,23 @@ class Nic:
             flow["count"], ack_headers, cnp_headers,
             NotificationPoint(self.params) if self.params else None)
         self.receivers[receiver.qpn] = receiver
+        self._unfinished += receiver.count > 0
         return receiver
 
     def start(self, now: float) -> None:
         """Let the requesters send from ``now`` on (the patterns' common ``go``)."""
         self.started = True
+        self._next_sample = now
         for flow in self.senders:
             flow.next_at = now
+            self._offer(flow)
 
     # --- the wire ------------------------------------------------------------------------
 
     def receive(self, frame: bytes, now: float) -> bool:
         """A frame from the wire at ``now``; True if the NIC consumed it (PFC or PAUSE, or
-        RoCE for one of its QPs), False for the host's own stack."""
+        RoCE for one of its QPs), False for the host's own stack. What it did may make
+        ``next_wake`` earlier (an XON, an ACK that opens the window, a CNP to send)."""
         if self.pause.on_frame(frame, now):
             return True
         incoming = wire.parse(frame)
@@ -247,15 +274,16 @@ class Nic:
             sender.cnps += 1
             if sender.rp is not None:
                 sender.rp.on_cnp(now)
-                sender.retime(now)
-                self._sample_rate(sender, now, force=True)
+                if sender.retime(now) and sender.queued:
+                    self._offer(sender)
+                self._arm_rp(sender, now)
+                self._sample_rate(sender, now)
         elif incoming.opcode == wire.ACK_OPCODE and incoming.aeth is not None:
             if incoming.aeth >> 29 == NAK_SYNDROME:
                 sender.rc.on_nak(incoming.psn, now)
             else:
                 sender.rc.on_ack(incoming.psn, now)
-            if sender.rc.done and sender.finished is None:
-                sender.finished = now
+            self._after_rc(sender, now)
         else:
             return False
         return True
@@ -265,15 +293,20 @@ class Nic:
         flow.ce_marked += ce
         if flow.np is not None and flow.np.on_packet(now, ce):
             self.cnp_queue.append(wire.cnp_frame(flow.cnp_headers, flow.peer_qpn))
-        before = flow.rc.stats.messages
-        self._reply(flow, flow.rc.on_packet(incoming.psn, incoming.opcode, incoming.payload,
-                                            incoming.ackreq, now))
-        delivered = flow.rc.stats.messages - before
+        rc = flow.rc
+        before = rc.stats.messages
+        self._reply(flow, rc.on_packet(incoming.psn, incoming.opcode, incoming.payload,
+                                       incoming.ackreq, now))
+        self._arm(flow, "ack_timer", rc.next_timer())
+        delivered = rc.stats.messages - before
         if delivered:
-            if flow.rc.stats.messages >= flow.count and flow.finished is None:
+            if rc.stats.messages >= flow.count and flow.finished is None:
                 flow.finished = now
+                self._unfinished -= 1
             for sender in self.gated.get(flow.name, ()):
                 sender.rc.post(delivered)
+                if not sender.queued:
+                    self._offer(sender)
 
     def _reply(self, flow: ReceiveFlow, reply: Reply | None) -> None:
         if reply is not None:
@@ -282,7 +315,10 @@ class Nic:
 
     def dequeue(self, now: float) -> bytes | None:
         """The next frame to put on the wire at ``now``, or None (the wire busy, the RoCE
-        priority paused, or nothing due). Call until None."""
+        priority paused, or nothing due). Call until None. Timers due by ``now`` run first,
+        so a DCQCN increase re-times its QP before the choice."""
+        if self._timers and self._timers[0][0] <= now:
+            self.poll(now)
         if now < self.wire_free:
             return None
         if self.cnp_queue:
@@ -291,18 +327,13 @@ class Nic:
             return None
         if self.ack_queue:
             return self._occupy(self.ack_queue.popleft(), now)
-        if not self.started:
+        flow = self._first_ready()
+        if flow is None or flow.next_at > now:
             return None
-        flow = None
-        for f in self.senders:
-            if f.rp is not None:
-                f.retime(now)
-            if f.next_at <= now and (flow is None or f.next_at < flow.next_at) \
-                    and f.rc.can_send():
-                flow = f
-        if flow is None:
-            return None
-        segment = flow.rc.next_segment(now)
+        heapq.heappop(self._ready)
+        flow.queued = 0
+        rc = flow.rc
+        segment = rc.next_segment(now)
         reth = (segment.offset, segment.message_bytes) \
             if segment.opcode in RETH_OPCODES else None
         frame = wire.data_frame(flow.headers, flow.peer_qpn, segment.psn, segment.opcode,
@@ -312,10 +343,13 @@ class Nic:
         bits = len(frame) * 8
         if flow.rp is not None:
             flow.rp.on_bytes_sent(len(frame), now)
+            self._arm_rp(flow, now)
         rate = flow.rate(now)
         start = max(flow.next_at, now - bits / rate) if self.late_credit else now
         flow.last_sent, flow.last_bits, flow.paced_bps = start, bits, rate
         flow.next_at = start + bits / rate
+        self._arm(flow, "rc_timer", rc.deadline)
+        self._offer(flow)
         return self._occupy(frame, now)
 
     def _occupy(self, frame: bytes, now: float) -> bytes:
@@ -326,55 +360,128 @@ class Nic:
         self.wire_free = start + frame_s
         return frame
 
+    # --- the ready QPs -------------------------------------------------------------------
+
+    def _offer(self, flow: SendFlow) -> None:
+        """Put ``flow`` among the ready QPs at its ``next_at`` (again, if that moved); a QP
+        that cannot send (window, posted messages, done) waits for the event that frees
+        it: an ACK, a NAK, a timeout or a post offers it again."""
+        if not self.started or not flow.rc.can_send():
+            flow.queued = 0
+            return
+        flow.queued = next(self._seq)
+        heapq.heappush(self._ready, (flow.next_at, flow.index, flow.queued, flow))
+
+    def _first_ready(self) -> SendFlow | None:
+        """The ready QP with the earliest ``next_at``, dropping stale and blocked entries."""
+        ready = self._ready
+        while ready:
+            _, _, token, flow = ready[0]
+            if token == flow.queued:
+                if flow.rc.can_send():
+                    return flow
+                flow.queued = 0
+            heapq.heappop(ready)
+        return None
+
+    def _after_rc(self, flow: SendFlow, now: float) -> None:
+        """An ACK, a NAK or the retransmit timer moved the requester: it may be done, free
+        to send again, or have a new deadline."""
+        if flow.rc.done:
+            if flow.finished is None:
+                flow.finished = now
+                self._unfinished -= 1
+            return
+        if not flow.queued:
+            self._offer(flow)
+        self._arm(flow, "rc_timer", flow.rc.deadline)
+
     # --- timers --------------------------------------------------------------------------
+
+    def _arm(self, flow: SendFlow | ReceiveFlow, kind: str, due: float | None) -> None:
+        """Make sure the timer heap looks at ``flow``'s ``kind`` timer by ``due``. An entry
+        already due earlier stays: it re-arms when it fires, so a deadline that keeps
+        moving later (an RC timer on every ACK) costs no push each time."""
+        if due is None:
+            return
+        armed = getattr(flow, kind)
+        if armed is not None and armed <= due:
+            return
+        setattr(flow, kind, due)
+        heapq.heappush(self._timers, (due, next(self._seq), kind, flow))
+
+    def _first_timer(self, now: float) -> float | None:
+        """When the earliest timer is really due: entries that are stale, or early because
+        their deadline moved later or went away, are dropped (and re-armed) on the way."""
+        timers = self._timers
+        while timers:
+            at, _, kind, flow = timers[0]
+            if getattr(flow, kind) == at:
+                if at <= now:  # due: poll runs it (DCQCN may have advanced meanwhile)
+                    return at
+                if kind == "ack_timer":
+                    due = flow.rc.next_timer()
+                elif flow.rc.done:
+                    due = None
+                else:
+                    due = flow.rc.deadline if kind == "rc_timer" else flow.rp.next_event(now)
+                if due == at:
+                    return at
+                setattr(flow, kind, None)
+                heapq.heappop(timers)
+                self._arm(flow, kind, due)
+            else:
+                heapq.heappop(timers)
+        return None
+
+    def _arm_rp(self, flow: SendFlow, now: float) -> None:
+        if not flow.rc.done:
+            self._arm(flow, "rp_timer", flow.rp.next_event(now))
 
     def poll(self, now: float) -> None:
         """Run the timers due by ``now``: RC retransmits, the responders' ACK coalescing,
-        DCQCN (a rate change re-times the QP's pending send) and the rate samples."""
-        for receiver in self.receivers.values():
-            self._reply(receiver, receiver.rc.poll(now))
-        for flow in self.senders:
-            flow.rc.poll(now)
-            if flow.rc.done and flow.finished is None:
-                flow.finished = now
-            if flow.rp is not None:
-                flow.retime(now)
-            self._sample_rate(flow, now)
+        DCQCN (a rate change re-times the QP's pending send), and every ``rate_sample_s``
+        a point of each unfinished sender's rate series."""
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            due, _, kind, flow = heapq.heappop(timers)
+            if getattr(flow, kind) != due:
+                continue  # superseded by an earlier entry, which already fired
+            setattr(flow, kind, None)
+            if kind == "ack_timer":
+                self._reply(flow, flow.rc.poll(now))
+                self._arm(flow, kind, flow.rc.next_timer())
+            elif kind == "rc_timer":
+                flow.rc.poll(now)
+                self._after_rc(flow, now)
+            elif not flow.rc.done:
+                if flow.retime(now) and flow.queued:
+                    self._offer(flow)
+                self._arm_rp(flow, now)
+        if self.started and now >= self._next_sample:
+            self._next_sample = now + self.rate_sample_s
+            for flow in self.senders:
+                self._sample_rate(flow, now)
 
     def next_wake(self, now: float) -> float | None:
         """The earliest time, not before ``now``, at which ``dequeue`` or ``poll`` may have
-        something to do; None when nothing is pending."""
-        wake: float | None = None
-
-        def at(t: float) -> None:
-            nonlocal wake
-            if wake is None or t < wake:
-                wake = t
-
+        something to do; None when nothing is pending. Rate samples are taken at the
+        polls that happen anyway, so they do not count."""
+        wake = math.inf
         if self.cnp_queue:
-            at(self.wire_free)
+            wake = self.wire_free
         if self.ack_queue:
-            at(max(self.wire_free, self.pause.until))
-        for flow in self.senders:
-            rc = flow.rc
-            if rc.done:
-                continue
-            if rc.deadline is not None:
-                at(rc.deadline)
-            if self.started and rc.can_send():
-                at(max(flow.next_at, self.wire_free, self.pause.until))
-            if flow.rp is not None and (event := flow.rp.next_event(now)) is not None:
-                at(event)
-        for receiver in self.receivers.values():
-            if (due := receiver.rc.next_timer()) is not None:
-                at(due)
-        return None if wake is None else max(wake, now)
+            wake = min(wake, max(self.wire_free, self.pause.until))
+        if (flow := self._first_ready()) is not None:
+            wake = min(wake, max(flow.next_at, self.wire_free, self.pause.until))
+        if (due := self._first_timer(now)) is not None:
+            wake = min(wake, due)
+        return None if wake == math.inf else max(wake, now)
 
-    def _sample_rate(self, flow: SendFlow, now: float, force: bool = False) -> None:
+    def _sample_rate(self, flow: SendFlow, now: float) -> None:
+        """A point of the flow's rate series: at each CNP and each sampling tick."""
         series = flow.rate_series
-        if len(series) >= MAX_RATE_POINTS or flow.rc.done:
-            return
-        if force or not series or now - series[-1][0] >= self.rate_sample_s:
+        if len(series) < MAX_RATE_POINTS and not flow.rc.done:
             series.append([now, flow.rate(now)])
 
     # --- results -------------------------------------------------------------------------
@@ -382,8 +489,7 @@ class Nic:
     @property
     def complete(self) -> bool:
         """Every requester done (or failed) and every responder got its messages."""
-        return all(f.rc.done for f in self.senders) and \
-            all(f.rc.stats.messages >= f.count for f in self.receivers.values())
+        return self._unfinished == 0
 
     def progress(self) -> dict:
         return {"sent_bytes": sum(f.rc.stats.bytes_acked for f in self.senders),

@@ -93,7 +93,7 @@ class Loop:
         a.start(self.t)
         b.start(self.t)
         spins = 0
-        while not (a.complete and b.complete):
+        while True:
             while self.in_flight and self.in_flight[0][0] <= self.t:
                 _, _, to, frame = heapq.heappop(self.in_flight)
                 self.nics[to].receive(frame, self.t)
@@ -106,6 +106,8 @@ class Loop:
                         frame = self.tamper(i, frame, self.t)
                     if frame is not None:
                         heapq.heappush(self.in_flight, (arrives, len(self.sent), 1 - i, frame))
+            if a.complete and b.complete:
+                break
             wakes = [w for nic in self.nics if (w := nic.next_wake(self.t)) is not None]
             wakes += [self.in_flight[0][0]] if self.in_flight else []
             if not wakes:
@@ -199,6 +201,69 @@ def test_unpaced_sender_fills_the_line():
     goodput = a.results(0.0, end, timed_out=False)["senders"][0]["goodput_bps"]
     best = LINE * size * count * 8 / wire_bits
     assert 0.99 * best < goodput <= best
+
+
+def test_qps_share_the_port_in_turn():
+    """Several unpaced QPs on one port: each frame goes to the QP that has waited longest,
+    so they take turns, and the port stays full."""
+    qps = 5
+    a, b = Nic(UNPACED, LINE), Nic(UNPACED, LINE)
+    for q in range(qps):
+        a.add_sender(send_spec(8 * MTU, 1, name=f"q{q}", qpn=0x100 + q, peer_qpn=0x800 + q),
+                     a.headers("data", src_mac=MAC_A, dst_mac=MAC_B, src_ip=IP_A,
+                               dst_ip=IP_B, sport=SPORT + q))
+        b.add_receiver(receive_spec(1, name=f"q{q}", qpn=0x800 + q, peer_qpn=0x100 + q),
+                       b.headers("ack", src_mac=MAC_B, dst_mac=MAC_A, src_ip=IP_B,
+                                 dst_ip=IP_A, sport=SPORT + q),
+                       b.headers("cnp", src_mac=MAC_B, dst_mac=MAC_A, src_ip=IP_B,
+                                 dst_ip=IP_A, sport=SPORT + q))
+    loop = Loop(a, b)
+    loop.run(until=1.0)
+    order = [f.dqpn - 0x800 for _, f in data_frames(loop)]
+    assert order == list(range(qps)) * 8
+    starts = [t for t, _ in data_frames(loop)]
+    frames = [f for t, i, f in loop.sent if i == 0]
+    assert all(t1 == pytest.approx(t0 + frame_s(f), rel=1e-12)
+               for t0, t1, f in zip(starts, starts[1:], frames))
+
+
+def test_a_window_bound_qp_resumes_on_each_ack():
+    window = 4
+    a, b = sender_nic(UNPACED, 40 * MTU, 1, window=window), receiver_nic(UNPACED, 1)
+    loop = Loop(a, b)
+    end = loop.run(until=1.0)
+    sender = a.results(0.0, end, timed_out=False)["senders"][0]
+    assert sender["messages_done"] == 1 and sender["timeouts"] == 0
+    assert sender["acks_received"] == 40 // window  # one per window: AckReq when it fills
+    assert end < send_spec(1, 1)["rto_s"]
+
+
+def test_a_lost_last_packet_is_acked_up_to_the_gap_by_the_timer_and_resent_on_timeout():
+    size = 6 * MTU
+    rto = send_spec(size, 1)["rto_s"]
+    last = (0xFFFFF0 + 5) % (1 << 24)
+
+    def drop_last_once(src: int, frame: bytes, t: float) -> bytes | None:
+        if src == 0 and wire.parse(frame).psn == last and not dropped:
+            dropped.append(t)
+            return None
+        return frame
+
+    dropped: list[float] = []
+    a, b = sender_nic(UNPACED, size, 1), receiver_nic(UNPACED, 1)
+    loop = Loop(a, b, tamper=drop_last_once)
+    end = loop.run(until=10.0)
+    sender = a.results(0.0, end, timed_out=False)["senders"][0]
+    assert (sender["timeouts"], sender["naks_received"], sender["retransmitted"]) == (1, 0, 1)
+    acks = [(t, f.psn, frame) for (t, f), (_, _, frame) in
+            zip(loop.frames(1), [s for s in loop.sent if s[1] == 1])]
+    first_arrival = data_frames(loop)[0][0] + frame_s(loop.sent[0][2])
+    acked_at, psn, ack = acks[0]
+    assert psn == (last - 1) % (1 << 24)  # the coalescing timer, for the first five
+    assert acked_at == pytest.approx(first_arrival + ACK_DELAY_S)
+    resent = data_frames(loop)[-1][0]
+    assert resent == pytest.approx(acked_at + frame_s(ack) + rto)  # RC timer, re-armed by it
+    assert acks[-1][1] == last and len(acks) == 2
 
 
 # -- ACK coalescing ----------------------------------------------------------------------------
@@ -403,17 +468,21 @@ def test_a_qp_cut_to_the_floor_sends_as_soon_as_its_recovering_rate_allows():
     assert sent < bits / floor / 10
 
 
-def test_rate_series_records_cuts_and_samples():
+def test_rate_series_has_a_point_per_cnp_and_per_sampling_tick():
     nic = sender_nic(SETTINGS, 100 * MTU, 1)
     nic.start(0.0)
+    nic.poll(0.0)
     nic.dequeue(0.0)
     nic.receive(cnp_for_sender(), 1e-6)
     series = nic.senders[0].rate_series
-    assert len(series) == 1 and series[0][0] == 1e-6 and series[0][1] < LINE
-    nic.poll(1e-6 + nic.rate_sample_s / 2)
-    assert len(series) == 1
-    nic.poll(1e-6 + nic.rate_sample_s)
+    assert [t for t, _ in series] == [0.0, 1e-6]
+    assert series[0][1] == LINE and series[1][1] < LINE
+    nic.poll(nic.rate_sample_s / 2)
     assert len(series) == 2
+    nic.poll(nic.rate_sample_s)
+    assert [t for t, _ in series][2:] == [nic.rate_sample_s]
+    assert nic.results(0.0, 1.0, False)["senders"][0]["rate_series"] == \
+        [[round(t, 6), r] for t, r in series]
 
 
 # -- the seam ---------------------------------------------------------------------------------
