@@ -116,6 +116,14 @@ class Nic:
         dscp, ecn = self.marking(kind)
         return wire.Headers(src_mac, dst_mac, src_ip, dst_ip, dscp=dscp, ecn=ecn, sport=sport)
 
+    def _reaction_point(self) -> ReactionPoint | None:
+        """A requester's DCQCN rate control (None with DCQCN off): the one place that picks
+        the implementation, so another mode with the same interface plugs in here."""
+        return ReactionPoint(self.params) if self.params else None
+
+    def _notification_point(self) -> NotificationPoint | None:
+        return NotificationPoint(self.params) if self.params else None
+
     def add_sender(self, flow: dict, headers: wire.Headers) -> SendFlow:
         """A requester QP from one entry of a spec's ``send`` list (``traffic.patterns``);
         ``headers`` carry its data frames (``headers("data", ...)``)."""
@@ -124,7 +132,7 @@ class Nic:
                        rto_s=flow["rto_s"], start_psn=flow.get("start_psn", 0),
                        posted=1 if flow.get("after") else None)
         sender = SendFlow(flow["name"], flow["qpn"], flow["peer_qpn"], rc, headers,
-                          ReactionPoint(self.params) if self.params else None, self.line_bps,
+                          self._reaction_point(), self.line_bps,
                           after=flow.get("after"), index=len(self.senders))
         self.senders.append(sender)
         self.by_qpn[sender.qpn] = sender
@@ -142,7 +150,7 @@ class Nic:
             Responder(start_psn=flow.get("start_psn", 0), ack_every=flow.get("ack_every", 16),
                       ack_delay_s=flow["ack_delay_s"]),
             flow["count"], ack_headers, cnp_headers,
-            NotificationPoint(self.params) if self.params else None)
+            self._notification_point())
         self.receivers[receiver.qpn] = receiver
         self._unfinished += receiver.count > 0
         return receiver
