@@ -19,14 +19,15 @@ call. The seam has the shape of the switch model's (``fabric.model``) and of HPC
   and after each ``receive``, misses nothing; one that calls more often loses nothing.
 
 Pacing follows the rate (issue 12.1). A QP keeps the start and the size of the frame it
-sent last; ``next_at = last_sent + bits / rate``. When the rate changes (a CNP, or a DCQCN
-increase noticed at the next ``poll`` or ``dequeue``) the pending gap is re-timed at the new
-rate from the last start, as HPCC's ``ChangeRate`` does, so a QP cut to the floor sends
-as soon as its recovered rate allows instead of waiting out the floor's gap. A re-timed
-``next_at`` in the past means "may send now", never a burst: the next frame starts no
-earlier than ``now``. A cut also never sets ``next_at`` before ``now``: with ``late_credit``
-(below) a past ``next_at`` would let the first frame at the lower rate count as started
-before the cut.
+sent last; ``next_at = last_sent + bits / rate``. When the rate changes (a cut, at the CNP
+or at the reaction point's next decrease check, or an increase: the NIC wakes at each
+``ReactionPoint.next_event``) the pending gap is re-timed at the new rate from the last
+start, as HPCC's ``ChangeRate`` does, so a QP cut to the floor sends as soon as its
+recovered rate allows instead of waiting out the floor's gap. A re-timed ``next_at`` in
+the past means "may send now", never a burst: the next frame starts no earlier than
+``now``. A cut also never sets ``next_at`` before ``now``: with ``late_credit`` (below) a
+past ``next_at`` would let the first frame at the lower rate count as started before the
+cut.
 
 Timing of frames. By default the NIC is exact, for a virtual-time caller that calls at the
 times ``next_wake`` gives: a frame starts at ``now``. A live event loop wakes late by a
@@ -133,7 +134,8 @@ class Nic:
                        posted=1 if flow.get("after") else None)
         sender = SendFlow(flow["name"], flow["qpn"], flow["peer_qpn"], rc, headers,
                           self._reaction_point(), self.line_bps,
-                          after=flow.get("after"), index=len(self.senders))
+                          after=flow.get("after"), index=len(self.senders),
+                          paced_bps=self.line_bps)
         self.senders.append(sender)
         self.by_qpn[sender.qpn] = sender
         if sender.after is not None:
@@ -187,10 +189,8 @@ class Nic:
             sender.cnps += 1
             if sender.rp is not None:
                 sender.rp.on_cnp(now)
-                if sender.retime(now) and sender.queued:
-                    self._offer(sender)
+                self._follow_rate(sender, now)
                 self._arm_rp(sender, now)
-                self._sample_rate(sender, now)
         elif incoming.opcode == wire.ACK_OPCODE and incoming.aeth is not None:
             if incoming.aeth >> 29 == NAK_SYNDROME:
                 sender.rc.on_nak(incoming.psn, now)
@@ -347,6 +347,17 @@ class Nic:
                 heapq.heappop(timers)
         return None
 
+    def _follow_rate(self, flow: SendFlow, now: float) -> None:
+        """DCQCN may have changed the QP's rate by ``now`` (a CNP in paper mode cuts at
+        once, in firmware mode at the next decrease check; increases come with timers and
+        bytes): re-time its pending send, and put a cut in its rate series."""
+        before = flow.paced_bps
+        if flow.retime(now):
+            if flow.queued:
+                self._offer(flow)
+            if flow.paced_bps < before:
+                self._sample_rate(flow, now)
+
     def _arm_rp(self, flow: SendFlow, now: float) -> None:
         if not flow.rc.done:
             self._arm(flow, "rp_timer", flow.rp.next_event(now))
@@ -368,8 +379,7 @@ class Nic:
                 flow.rc.poll(now)
                 self._after_rc(flow, now)
             elif not flow.rc.done:
-                if flow.retime(now) and flow.queued:
-                    self._offer(flow)
+                self._follow_rate(flow, now)
                 self._arm_rp(flow, now)
         if self.started and now >= self._next_sample:
             self._next_sample = now + self.rate_sample_s
@@ -392,7 +402,7 @@ class Nic:
         return None if wake == math.inf else max(wake, now)
 
     def _sample_rate(self, flow: SendFlow, now: float) -> None:
-        """A point of the flow's rate series: at each CNP and each sampling tick."""
+        """A point of the flow's rate series: at each cut and each sampling tick."""
         series = flow.rate_series
         if len(series) < MAX_RATE_POINTS and not flow.rc.done:
             series.append([now, flow.rate(now)])

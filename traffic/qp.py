@@ -29,7 +29,7 @@ class SendFlow:
     next_at: float = 0.0  # may send from then on
     last_sent: float | None = None  # start of the last frame sent (the pacing timeline)
     last_bits: int = 0  # its size
-    paced_bps: float = 0.0  # the rate next_at was timed at
+    paced_bps: float = 0.0  # the rate next_at was timed at (the NIC starts it at line rate)
     started: float | None = None
     finished: float | None = None
     cnps: int = 0
@@ -42,16 +42,18 @@ class SendFlow:
         return self.line_bps if self.rp is None else self.rp.rate(now)
 
     def retime(self, now: float) -> bool:
-        """Re-time the pending gap if the rate changed since it was set: the last frame's
-        bits at the new rate from that frame's start (HPCC's ``ChangeRate``). A cut never
-        puts ``next_at`` before ``now`` (see the module's docstring). True if it moved."""
-        if self.rp is None or self.last_sent is None:
+        """Follow a rate change (None: none since the last look): re-time the pending gap
+        at the new rate, the last frame's bits from that frame's start (HPCC's
+        ``ChangeRate``). A cut never puts ``next_at`` before ``now`` (see ``traffic.nic``).
+        True if the rate changed."""
+        if self.rp is None:
             return False
         rate = self.rp.rate(now)
         if rate == self.paced_bps:
             return False
-        next_at = self.last_sent + self.last_bits / rate
-        self.next_at = max(next_at, now) if rate < self.paced_bps else next_at
+        if self.last_sent is not None:
+            next_at = self.last_sent + self.last_bits / rate
+            self.next_at = max(next_at, now) if rate < self.paced_bps else next_at
         self.paced_bps = rate
         return True
 
