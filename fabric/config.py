@@ -22,6 +22,13 @@ from pydantic_core import core_schema
 
 TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
 
+# Where a switch takes the WRED/ECN decision on an egress queue: when the frame leaves it
+# (``dequeue``: the DCQCN and HPCC reference simulators and the parameters published with
+# them) or when it enters (``enqueue``: Broadcom-like). Not a config_db.json field (SONiC
+# has none: it is the ASIC's behaviour), so a lab sets it with a topology label.
+ECN_MARKING_POINTS = ("dequeue", "enqueue")
+DEFAULT_ECN_MARKING = "dequeue"
+
 
 class ConfigError(ValueError):
     """A config_db.json problem, phrased as ``file: TABLE|key: field: problem``.

@@ -24,7 +24,8 @@ SONiC names (``Ethernet0``). The pipeline of one frame:
    MAC on a routed port or an SVI, the router (``router.Router``). Both append
    ``(PortState, frame, (tc, pg))`` to a list and return a disposition (``counters``);
 3. egress (``_transmit``): the egress port's TC -> queue map picks the queue; WRED/ECN on
-   the queue depth marks CE or drops (``egress``); the frame waits in the port's
+   the queue depth marks CE (as the frame leaves the queue, or as it enters with
+   ``ecn_marking="enqueue"``) or drops (``egress``); the frame waits in the port's
    ``PortScheduler`` until ``dequeue`` releases it at the port's rate (speed / S), which
    also frees its ingress buffer bytes and may send XON (PFC quanta 0). A frame that
    ``dequeue`` would release at once (nothing queued on the port, wire free, queue not
@@ -48,7 +49,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable
 
-from fabric.config import SwitchConfig
+from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, SwitchConfig
 from fabric.model.buffers import ADMITTED, IngressBuffers, PgBuffer
 from fabric.model.bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier
@@ -86,10 +87,16 @@ class Switch:
     """One emulated switch built from its SONiC configuration."""
 
     def __init__(self, config: SwitchConfig, time_scale: float | None = None,
-                 rand: Callable[[], float] = random.random) -> None:
+                 rand: Callable[[], float] = random.random,
+                 ecn_marking: str = DEFAULT_ECN_MARKING) -> None:
         """``time_scale``: the lab's S (ports run at speed / S); None for infinite rate.
-        ``rand``: WRED's uniform draw in [0, 1), injectable for exact tests."""
+        ``rand``: WRED's uniform draw in [0, 1), injectable for exact tests.
+        ``ecn_marking``: where WRED marks, ``dequeue`` or ``enqueue`` (``egress``)."""
+        if ecn_marking not in ECN_MARKING_POINTS:
+            raise ValueError(f"ECN marking point {ecn_marking!r} is not one of "
+                             f"{', '.join(ECN_MARKING_POINTS)}")
         self.hostname = config.hostname
+        self.ecn_marking = ecn_marking
         self.time_scale = time_scale
         self._paced = time_scale is not None
         self.router_mac = mac_bytes(config.mac)
@@ -123,7 +130,8 @@ class Switch:
         self._next_sweep = 0.0
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)
         for name, port in self._ports.items():
-            port.egress = EgressPort(config.qos, config.ports[name], time_scale, rand)
+            port.egress = EgressPort(config.qos, config.ports[name], time_scale, rand,
+                                     mark_at_dequeue=ecn_marking == "dequeue")
             port.pgs = [self._buffers.pg(name, pg) for pg in range(8)]
             port.pfc = [PfcSender(b.priorities, port.egress.rate_bps) if b.lossless else None
                         for b in port.pgs]
@@ -218,6 +226,8 @@ class Switch:
         if got is None:
             return None
         frame, charge, queue = got
+        if state.egress.mark_at_dequeue:
+            frame = state.egress.depart(queue, frame)
         if not scheduler.packets:
             self._backlogged.pop(port, None)
         counters = state.counters
@@ -515,6 +525,8 @@ class Switch:
                                              now)
                     self._backlogged[port.name] = port
                     continue
+                if egress.mark_at_dequeue:
+                    admitted = egress.depart(queue, admitted)
                 counters = port.counters
                 counters.queue_tx_packets[queue] += 1
                 counters.queue_tx_bytes[queue] += size

@@ -31,7 +31,8 @@ FRAME = 1000  # bytes per test frame
 
 
 def leaf1(pool: int = POOL, headroom_pool: int | None = None,
-          pfc_enable: str | None = None, rand: float = 0.5) -> Switch:
+          pfc_enable: str | None = None, rand: float = 0.5,
+          ecn_marking: str = "dequeue") -> Switch:
     data = json.loads(LEAF1_JSON.read_text())
     data["BUFFER_POOL"]["ingress_lossless_pool"]["size"] = str(pool)
     if headroom_pool is not None:
@@ -39,7 +40,8 @@ def leaf1(pool: int = POOL, headroom_pool: int | None = None,
     if pfc_enable is not None:
         for entry in data["PORT_QOS_MAP"].values():
             entry["pfc_enable"] = pfc_enable
-    return Switch(parse(data, str(LEAF1_JSON)), time_scale=S, rand=lambda: rand)
+    return Switch(parse(data, str(LEAF1_JSON)), time_scale=S, rand=lambda: rand,
+                  ecn_marking=ecn_marking)
 
 
 def udp_frame(dscp: int, ecn: int = ECT0, size: int = FRAME, src: str = H2,
@@ -186,21 +188,50 @@ def test_received_pfc_and_pause_count_as_flow_control_not_as_drops():
     assert port["rx_packets"] == 5 == port["forwarded"] + port["flow_control"] + 1
 
 
-def test_wred_marks_ect_frames_ce_above_min_and_drops_not_ect():
-    sw = learned(leaf1(pool=1 << 24, rand=0.0))
+def drain(sw: Switch, port: str) -> list[bytes]:
+    """Everything queued on ``port``, dequeued as the wire frees."""
+    now, frames = 0.0, []
+    while (at := sw.next_send_time(port)) is not None:
+        now = max(now, at)
+        frames.append(sw.dequeue(port, now))
+    return frames
+
+
+def test_wred_at_enqueue_marks_frames_that_find_the_queue_above_min():
+    sw = learned(leaf1(pool=1 << 24, rand=0.0, ecn_marking="enqueue"))
     minimum = 150000  # AZURE_LOSSLESS green_min_threshold
     for _ in range(minimum // FRAME + 5):
         sw.receive(H2_PORT, udp_frame(26), 0.0)
     sw.receive(H2_PORT, udp_frame(26, ecn=0), 0.0)  # Not-ECT: WRED drops it
-    now, ecns = 0.0, []
-    while (at := sw.next_send_time(H1_PORT)) is not None:
-        now = max(now, at)
-        ecns.append(ecn_field(sw.dequeue(H1_PORT, now)))
+    ecns = [ecn_field(f) for f in drain(sw, H1_PORT)]
     first_marked = ecns.index(CE)
     assert first_marked * FRAME >= minimum and set(ecns[first_marked:]) == {CE}
     port = sw.counters()["ports"][H1_PORT]
     assert port["ecn_marked"] == len(ecns) - first_marked
     assert port["egress_drops"] == {"wred": 1}
+
+
+def test_wred_at_dequeue_marks_frames_that_leave_the_queue_above_min():
+    """The same burst, marking at dequeue: a frame is marked when the bytes still queued
+    behind it are above the minimum, so the head of the burst is marked and the last
+    ~150 KB are not, however long they waited; Not-ECT frames are still dropped on entry."""
+    sw = learned(leaf1(pool=1 << 24, rand=0.0))
+    minimum = 150000
+    for _ in range(minimum // FRAME + 5):
+        sw.receive(H2_PORT, udp_frame(26), 0.0)
+    sw.receive(H2_PORT, udp_frame(26, ecn=0), 0.0)  # Not-ECT: WRED drops it at enqueue
+    ecns = [ecn_field(f) for f in drain(sw, H1_PORT)]
+    queued = len(ecns)  # the burst but its first frame, which cut through the idle wire
+    behind = [(queued - 1 - k) * FRAME for k in range(queued)]
+    assert ecns == [CE if depth > minimum else ECT0 for depth in behind]  # p = 0 at min
+    port = sw.counters()["ports"][H1_PORT]
+    assert port["ecn_marked"] == ecns.count(CE) > 0
+    assert port["egress_drops"] == {"wred": 1}
+
+
+def test_wred_marking_point_is_validated():
+    with pytest.raises(ValueError, match="'ingress' is not one of dequeue, enqueue"):
+        leaf1(ecn_marking="ingress")
 
 
 def test_dequeue_is_paced_at_speed_over_s():
