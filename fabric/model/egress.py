@@ -47,7 +47,10 @@ class EgressPort:
                  "_watchdog_of", "_queues", "ecn_marked", "dropped", "rand", "mark_at_dequeue")
 
     def __init__(self, qos: Qos, port: Port, time_scale: float | None,
-                 rand: Callable[[], float], mark_at_dequeue: bool = True) -> None:
+                 rand: Callable[[], float], mark_at_dequeue: bool = True,
+                 watchdog_scale: float = 1.0) -> None:
+        """``watchdog_scale``: what the PFC watchdogs' configured times are multiplied by
+        (``watchdog``'s profiles); ``mark_at_dequeue``: where WRED marks (module docstring)."""
         self.name = port.name
         self.rate_bps = (float("inf") if time_scale is None
                          else wire_rate_bps(port.speed_mbps, time_scale))
@@ -67,7 +70,8 @@ class EgressPort:
                 for queue, prios in enumerate(self._prios):
                     if priority in prios and queue not in self.watchdogs:
                         self.watchdogs[queue] = QueueWatchdog(port.name, queue, settings,
-                                                              qos.pfc_wd_poll_interval_ms)
+                                                              qos.pfc_wd_poll_interval_ms,
+                                                              watchdog_scale)
         # what ``admit`` reads per frame, indexed by queue rather than looked up or called
         self._watchdog_of = [self.watchdogs.get(q) for q in range(NUM_QUEUES)]
         self._queues = self.scheduler.queues

@@ -8,7 +8,7 @@ paced at the port's emulated rate, PFC both ways; counters.
     for port in switch.backlogged():                     # when next_send_time(port) has come
         while (frame := switch.dequeue(port, now)) is not None: send(port, frame)
     send_now(switch.take_control())                      # XON PFC raised by those dequeues
-    send_now(switch.tick(now))                           # every ~100 ms: timers
+    send_now(switch.tick(now))                           # when switch.next_timer() comes
 
 Frames go in and out as complete Ethernet frames with any 802.1Q tag inline; ports are
 SONiC names (``Ethernet0``). The pipeline of one frame:
@@ -67,6 +67,7 @@ from fabric.model.pause import PfcSender
 from fabric.model.ports import ROUTED, SWITCHED, PortState
 from fabric.model.router import L3Interface, Router
 from fabric.model.scheduler import Lateness
+from fabric.model.watchdog import FABRIC, WATCHDOG_PROFILES
 
 FDB_SWEEP_INTERVAL_S = 1.0
 
@@ -88,15 +89,19 @@ class Switch:
 
     def __init__(self, config: SwitchConfig, time_scale: float | None = None,
                  rand: Callable[[], float] = random.random,
-                 ecn_marking: str = DEFAULT_ECN_MARKING) -> None:
+                 ecn_marking: str = DEFAULT_ECN_MARKING, pfc_watchdog: str = FABRIC) -> None:
         """``time_scale``: the lab's S (ports run at speed / S); None for infinite rate.
         ``rand``: WRED's uniform draw in [0, 1), injectable for exact tests.
-        ``ecn_marking``: where WRED marks, ``dequeue`` or ``enqueue`` (``egress``)."""
+        ``ecn_marking``: where WRED marks, ``dequeue`` or ``enqueue`` (``egress``).
+        ``pfc_watchdog``: the watchdogs' time profile (``watchdog``: ``fabric``, times x S,
+        or the storm check's ``storm-check``)."""
         if ecn_marking not in ECN_MARKING_POINTS:
             raise ValueError(f"ECN marking point {ecn_marking!r} is not one of "
                              f"{', '.join(ECN_MARKING_POINTS)}")
         self.hostname = config.hostname
         self.ecn_marking = ecn_marking
+        watchdog_scale = self._watchdog_scale(pfc_watchdog, time_scale)
+        self.pfc_watchdog = pfc_watchdog
         self.time_scale = time_scale
         self._paced = time_scale is not None
         self.router_mac = mac_bytes(config.mac)
@@ -131,10 +136,14 @@ class Switch:
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)
         for name, port in self._ports.items():
             port.egress = EgressPort(config.qos, config.ports[name], time_scale, rand,
-                                     mark_at_dequeue=ecn_marking == "dequeue")
+                                     mark_at_dequeue=ecn_marking == "dequeue",
+                                     watchdog_scale=watchdog_scale)
             port.pgs = [self._buffers.pg(name, pg) for pg in range(8)]
             port.pfc = [PfcSender(b.priorities, port.egress.rate_bps) if b.lossless else None
                         for b in port.pgs]
+        # what ``next_timer`` looks at: the PFC senders and the watchdogs there are
+        self._senders = [s for p in self._ports.values() for s in p.pfc if s is not None]
+        self._watchdogs = [w for p in self._ports.values() for w in p.egress.watchdogs.values()]
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
         self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
         # the frame being received holds these bytes: (PG buffer, bytes, its class tuple,
@@ -214,6 +223,38 @@ class Switch:
                 if port.egress.watchdogs[event.queue].drops:
                     self._flush(port, event.queue, now, PFC_WD_DROP)
         return self.take_control()
+
+    def next_timer(self) -> float | None:
+        """The earliest time ``tick`` has work: the PFC refresh of a PG in XOFF (due when
+        half its pause has run), a PFC watchdog poll, an ARP retry or re-probe, the FDB
+        sweep; None when there is none. Call ``tick`` then, so refreshes leave when due
+        whatever the caller's clock (the agent's, a virtual one). A received pause ending
+        is not a tick's work: ``next_send_time`` counts a paused queue from its end."""
+        due = self._router.next_timer()
+        if self._vlans and (due is None or self._next_sweep < due):
+            due = self._next_sweep
+        for sender in self._senders:
+            if sender.xoff and (due is None or sender.next_refresh < due):
+                due = sender.next_refresh
+        for watchdog in self._watchdogs:
+            if due is None or watchdog.due < due:
+                due = watchdog.due
+        return due
+
+    def set_watchdog_profile(self, profile: str) -> None:
+        """Switch every PFC watchdog to ``profile`` (``watchdog.WATCHDOG_PROFILES``); the
+        next poll is due at once."""
+        scale = self._watchdog_scale(profile, self.time_scale)
+        for watchdog in self._watchdogs:
+            watchdog.rescale(scale)
+        self.pfc_watchdog = profile
+
+    @staticmethod
+    def _watchdog_scale(profile: str, time_scale: float | None) -> float:
+        if profile not in WATCHDOG_PROFILES:
+            raise ValueError(f"PFC watchdog profile {profile!r} is not one of "
+                             f"{', '.join(WATCHDOG_PROFILES)}")
+        return time_scale if profile == FABRIC and time_scale is not None else 1.0
 
     def dequeue(self, port: str, now: float) -> bytes | None:
         """The next frame ``port`` puts on the wire at ``now``, or None while its wire is
@@ -312,6 +353,8 @@ class Switch:
             "drops": drop_totals(*(p["drops"] for p in ports.values()),
                                  *(p["egress_drops"] for p in ports.values()), cpu["drops"]),
             "time_scale": self.time_scale,
+            "ecn_marking": self.ecn_marking,
+            "pfc_watchdog": self.pfc_watchdog,
             "pools": {name: pool.as_dict() for name, pool in self._buffers.pools.items()},
             "fdb": fdb,
             "arp": self._router.arp_table(now),

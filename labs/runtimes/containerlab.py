@@ -46,7 +46,7 @@ from typing import Any, Protocol
 import yaml
 
 from fabric.client import AgentClient, AgentError
-from fabric.config import SwitchConfig
+from fabric.config import DEFAULT_ECN_MARKING, SwitchConfig
 from labs import topology
 from labs.runtimes.netns import HOST_OFFLOADS_OFF, PROJECT_ROOT, LabError, step
 from labs.state import AgentState, LabState
@@ -67,6 +67,7 @@ LOCAL_IMAGE_PREFIX = "rocelab-"  # built here by image.build, never pulled
 AGENT_DIR = "/run/rocelab"  # in the switch container: agent.sock and agent.log
 PORTS_ENV = "ROCELAB_PORTS"  # the ports the switch container waits for before it starts
 TIME_SCALE_ENV = "ROCELAB_TIME_SCALE"  # the agent's --time-scale (label rocelab.time-scale)
+ECN_MARKING_ENV = "ROCELAB_ECN_MARKING"  # --ecn-marking (label rocelab.ecn-marking), if set
 # Where an exported SONiC-VS node finds its config before loading it (see portable_document).
 SONIC_STAGED_CONFIG = "/etc/sonic/rocelab/config_db.json"
 PORT_INIT_DONE = "PORT_TABLE:PortInitDone"  # APPL_DB key: SONiC's ports are initialised
@@ -358,6 +359,8 @@ def _as_rocelab_switch(spec: dict, topo: Topology, node: Node, version: str) -> 
     spec["image"] = f"{SWITCH_IMAGE}:{version}"
     spec["env"] = {**(spec.get("env") or {}), PORTS_ENV: ",".join(topo.interfaces(node.name)),
                    TIME_SCALE_ENV: f"{node.time_scale:g}"}
+    if node.ecn_marking != DEFAULT_ECN_MARKING:
+        spec["env"][ECN_MARKING_ENV] = node.ecn_marking
 
 
 def _set_binds(spec: dict, binds: list[str]) -> None:

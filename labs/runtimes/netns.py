@@ -177,7 +177,8 @@ class NetnsRuntime:
                                      "--config", str(node.config_path), "--name", node.name,
                                      "--control", str(control),
                                      "--ports", ",".join(topo.interfaces(node.name)),
-                                     "--time-scale", str(node.time_scale)])
+                                     "--time-scale", str(node.time_scale),
+                                     "--ecn-marking", node.ecn_marking])
             env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
             with open(log, "wb") as out:
                 proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,

@@ -82,6 +82,28 @@ def blast_until_pfc(sw: Switch, now: float = 0.0, dscp: int = 26,
     return limit, []
 
 
+def test_next_timer_is_when_tick_has_work():
+    """PFC refresh due at half the pause, watchdog polls every poll interval x S, the FDB
+    sweep: a caller that ticks only at next_timer sends every refresh on time, so the
+    upstream's pause never lapses while the PG stays in XOFF."""
+    sw = learned(leaf1())
+    sw.tick(0.0)  # first polls and sweep
+    idle = sw.next_timer()
+    assert idle == 1.0  # the FDB sweep; the watchdogs' polls are 200 ms x S away
+    blast_until_pfc(sw)
+    half = pause_seconds(MAX_QUANTA, RATE) / 2
+    assert sw.next_timer() == half  # XOFF at 0.0: the refresh
+    refreshes, now = [], 0.0
+    while len(refreshes) < 4:
+        now = sw.next_timer()
+        out = pfc_quanta(sw.tick(now), H2_PORT)
+        if out:
+            refreshes.append(now)
+    assert refreshes == pytest.approx([half * k for k in range(1, 5)])
+    watchdogs = sw.counters()["ports"][H1_PORT]["watchdog"]
+    assert watchdogs and sw.counters()["pfc_watchdog"] == "fabric"
+
+
 def test_xoff_sends_pfc_for_priority_3_out_of_the_ingress_port_at_once():
     sw = learned(leaf1())
     n, quanta = blast_until_pfc(sw)
@@ -301,26 +323,39 @@ def test_a_flood_holds_its_bytes_until_its_queued_copy_leaves():
     assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == 0
 
 
-def test_pfc_storm_is_detected_and_the_watchdog_drops_the_queue():
+@pytest.mark.parametrize("profile, scale", [("fabric", S), ("storm-check", 1.0)])
+def test_pfc_storm_is_detected_and_the_watchdog_drops_the_queue(profile, scale):
+    """PFC_WD (drop, 200 ms, poll 200 ms) in fabric time, x S, or in the storm check's
+    profile, as wall time."""
     sw = learned(leaf1())
+    sw.set_watchdog_profile(profile)
     storm = pfc_frame(mac_bytes(H1), {3: MAX_QUANTA})
     sw.receive(H1_PORT, storm, 0.0)  # paused first, so the frame stays in queue 3
     sw.receive(H2_PORT, udp_frame(26), 0.0)
-    now = 0.0
-    while now < 0.5:  # h1 keeps pausing queue 3 (PFC_WD: drop, 200 ms, poll 200 ms)
+    now, step = 0.0, 0.05 * min(scale, pause_seconds(MAX_QUANTA, RATE) / 0.05 / 2)
+    while now < 0.5 * scale:  # h1 keeps pausing queue 3, a pause's time apart at most
         sw.receive(H1_PORT, storm, now)
-        sw.tick(now)
-        now = round(now + 0.05, 2)
+        if now >= sw.next_timer():
+            sw.tick(now)
+        now += step
     port = sw.counters()["ports"][H1_PORT]
     (event,) = port["watchdog"]["3"]["events"]
-    assert event["kind"] == "storm" and 0.2 <= event["time"] <= 0.4 + 1e-9
+    assert event["kind"] == "storm" and 0.2 * scale <= event["time"] <= (0.4 + 1e-9) * scale
     assert port["egress_drops"] == {"pfc_wd": 1} and sw.backlogged() == []
     sw.receive(H2_PORT, udp_frame(26), now)  # arriving frames are dropped too
     assert sw.counters()["ports"][H1_PORT]["egress_drops"] == {"pfc_wd": 2}
     assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == 0  # buffers freed
-    for t in (now + 0.1, now + 0.2, now + 0.3):  # no PFC for 200 ms: restored
-        sw.tick(t)
+    sw.tick(now + 0.1 * scale)  # the last PFC came one step before now
+    assert sw.counters()["ports"][H1_PORT]["watchdog"]["3"]["stormed"] is True
+    while (due := sw.next_timer()) <= now + 0.2 * scale:  # no PFC for 200 ms: restored
+        sw.tick(due)
     assert sw.counters()["ports"][H1_PORT]["watchdog"]["3"]["stormed"] is False
+    assert sw.counters()["pfc_watchdog"] == profile
+
+
+def test_watchdog_profile_is_validated():
+    with pytest.raises(ValueError, match="'wall' is not one of fabric, storm-check"):
+        learned(leaf1()).set_watchdog_profile("wall")
 
 
 def test_fidelity_verdict_names_what_was_lost():
