@@ -4,8 +4,11 @@ It owns what the model must not: AF_PACKET sockets on the switch's ports, the cl
 and a control socket. Every frame read from a port goes through ``Switch.receive``; what
 the model returns (PFC) is written out at once; forwarded frames leave when their port's
 scheduler releases them (``Switch.dequeue``), paced at speed / S. The loop sleeps until
-the earliest of: a frame arriving, a backlogged port's next send time, the next tick, the
-next sample of a running trace (``Trace``).
+the earliest of: a frame arriving, a backlogged port's next send time, the switch's next
+timer (``Switch.next_timer``: a PFC refresh, a watchdog poll, an ARP retry), the next sample
+of a running trace (``Trace``). Each port's ingress lag, from the kernel's receive stamp of
+the oldest frame waiting in its ring to the moment the loop takes it, is part of the
+fidelity verdict (``fabric.client.fidelity``).
 ``select.select`` rather than epoll: epoll rounds timeouts up to whole milliseconds, longer
 than a frame time at the emulated rate (machine-facts.md). Run inside the switch's network
 namespace:
@@ -28,10 +31,12 @@ from pathlib import Path
 
 from fabric import afpacket
 from fabric.client import fidelity
-from fabric.config import ConfigError, load, port_name
+from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, load, port_name
+from fabric.model.scheduler import Lateness
 from fabric.model.switch import Switch
+from fabric.model.watchdog import WATCHDOG_PROFILES
 
-TICK_S = 0.1
+IDLE_TICK_S = 1.0  # the longest sleep when the switch has no timer running
 BATCH = 64  # frames drained from one port before the loop looks at the others
 
 
@@ -48,6 +53,7 @@ class Port:
         self.fd = self.sock.fileno()  # os.write(fd) is a little cheaper than sock.send
         self.kernel_drops = 0
         self.tx_errors = 0
+        self.ingress_lag = Lateness()  # kernel receive stamp -> taken, per batch
 
     def write(self, frame: bytes) -> None:
         try:
@@ -140,7 +146,7 @@ class Agent:
         self.sel.register(self.control, selectors.EVENT_READ, ("accept", None))
 
     def run(self) -> None:
-        next_tick = time.monotonic() + TICK_S
+        next_tick = self.next_tick(time.monotonic())
         while self.running:
             for key, _ in self.sel.select(self.timeout(next_tick)):
                 what, obj = key.data
@@ -156,8 +162,14 @@ class Agent:
                 self.trace.poll(now)
             if now >= next_tick:
                 self.transmit(self.switch.tick(now))
-                next_tick = now + TICK_S
+            next_tick = self.next_tick(now)
         self.close()
+
+    def next_tick(self, now: float) -> float:
+        """When ``Switch.tick`` is due: its next timer, re-read after every turn of the loop
+        (a frame may have started one, e.g. XOFF its refresh)."""
+        due = self.switch.next_timer()
+        return now + IDLE_TICK_S if due is None else due
 
     def timeout(self, next_tick: float) -> float:
         """Seconds until the next tick, the next trace sample or the earliest send time of
@@ -177,6 +189,9 @@ class Agent:
         This is the per-frame path: one ring call a batch, locals, the sends inlined."""
         name, fds, write = port.name, self.fds, os.write
         receive, monotonic = self.switch.receive, time.monotonic
+        stamp = afpacket.oldest_stamp(port.ring)
+        if stamp is not None:
+            port.ingress_lag.record(max(0.0, time.time() - stamp))
         for frame in port.ring.take(BATCH):
             for dest, data in receive(name, frame, monotonic()):  # ``transmit``, inlined
                 try:
@@ -233,6 +248,7 @@ class Agent:
                 entry["iface"] = port.iface
                 entry["kernel_rx_drops"] = port.poll_kernel_drops()
                 entry["tx_errors"] = port.tx_errors
+                entry.setdefault("fidelity", {})["ingress_lag"] = port.ingress_lag.as_dict()
             counters["fidelity"] = fidelity(counters)
             return {"ok": True, "counters": counters}
         if cmd == "port":
@@ -246,6 +262,13 @@ class Agent:
             for port in self.ports.values():
                 port.poll_kernel_drops()
                 port.kernel_drops = port.ring.truncated = 0
+                port.ingress_lag = Lateness()
+            return {"ok": True}
+        if cmd == "pfc_watchdog":
+            profile = request.get("profile")
+            if profile not in WATCHDOG_PROFILES:
+                return {"ok": False, "error": f"usage: profile=<one of {list(WATCHDOG_PROFILES)}>"}
+            self.switch.set_watchdog_profile(profile)
             return {"ok": True}
         if cmd == "trace":
             return self.start_trace(request)
@@ -296,11 +319,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma list of wired interfaces (eth1,eth2,...)")
     parser.add_argument("--time-scale", type=float, default=None, metavar="S",
                         help="run every port at speed / S (default: unpaced, infinite rate)")
+    parser.add_argument("--ecn-marking", choices=ECN_MARKING_POINTS, default=DEFAULT_ECN_MARKING,
+                        help="where WRED marks CE (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.time_scale is not None and args.time_scale <= 0:
         parser.error("--time-scale must be positive")
     try:
-        switch = Switch(load(args.config), time_scale=args.time_scale)
+        switch = Switch(load(args.config), time_scale=args.time_scale,
+                        ecn_marking=args.ecn_marking)
     except ConfigError as e:
         print(f"{args.name}: {e}", file=sys.stderr)
         return 2

@@ -66,8 +66,11 @@ def fidelity(counters: dict) -> dict:
     """Whether the emulation kept up, from a switch's counters (congestion.md, "Keeping a
     real-time emulation honest"): ``{"ok": bool, "problems": [...]}``. A problem is a frame
     the kernel dropped under a port (a wire loss), a lossless PG that took more bytes after
-    XOFF than its headroom holds, or a paced port whose p99 lateness, over at least MIN_FRAMES_FOR_P99
-    frames, exceeds one MTU-sized frame time (it did not dequeue at size/rate intervals)."""
+    XOFF than its headroom holds, or a paced port whose p99 lateness or p99 ingress lag,
+    over at least MIN_FRAMES_FOR_P99 frames (batches, for the lag), exceeds one MTU-sized
+    frame time: it did not dequeue at size/rate intervals, or frames waited in the kernel
+    longer than a frame takes on the wire before the switch saw them (in fabric time a
+    longer cable, and more bytes in flight after XOFF than the headroom was sized for)."""
     problems = []
     paced = counters.get("time_scale") is not None
     for name, port in counters.get("ports", {}).items():
@@ -78,9 +81,10 @@ def fidelity(counters: dict) -> dict:
             if not use["within"]:
                 problems.append(f"{name} PG {use['pg']}: {use['after_xoff_max']} B after XOFF "
                                 f"> headroom {use['headroom']} B")
-        late = block.get("lateness", {})
-        if paced and late.get("count", 0) >= MIN_FRAMES_FOR_P99 \
-                and late["p99_s"] > block["mtu_frame_s"]:
-            problems.append(f"{name}: p99 lateness {late['p99_s'] * 1e3:.2f} ms > one MTU "
-                            f"frame ({block['mtu_frame_s'] * 1e3:.2f} ms)")
+        for key, what in (("lateness", "lateness"), ("ingress_lag", "ingress lag")):
+            late = block.get(key, {})
+            if paced and late.get("count", 0) >= MIN_FRAMES_FOR_P99 \
+                    and late["p99_s"] > block["mtu_frame_s"]:
+                problems.append(f"{name}: p99 {what} {late['p99_s'] * 1e3:.2f} ms > one MTU "
+                                f"frame ({block['mtu_frame_s'] * 1e3:.2f} ms)")
     return {"ok": not problems, "problems": problems}

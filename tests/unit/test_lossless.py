@@ -395,16 +395,19 @@ def test_clearing_fidelity_forgets_earlier_episodes_and_lateness_only():
     assert after["ports"][H2_PORT]["pfc_tx"] == before["ports"][H2_PORT]["pfc_tx"]
 
 
+@pytest.mark.parametrize("key, what", [("lateness", "lateness"), ("ingress_lag", "ingress lag")])
 @pytest.mark.parametrize("count, late", [(100, True), (99, False)])
-def test_lateness_fails_fidelity_only_over_enough_frames(count, late):
-    """A p99 over a handful of frames is the worst one: it is reported, not judged."""
+def test_lateness_fails_fidelity_only_over_enough_frames(count, late, key, what):
+    """A p99 over a handful of frames is the worst one: it is reported, not judged. The
+    agent's ingress lag (kernel stamp to taken) is judged like the scheduler's lateness."""
     from fabric.client import MIN_FRAMES_FOR_P99, fidelity
     assert MIN_FRAMES_FOR_P99 == 100
     port = {"fidelity": {"mtu_frame_s": 2e-3, "headroom": [],
-                         "lateness": {"count": count, "p99_s": 3e-3, "max_s": 5e-3}}}
+                         key: {"count": count, "p99_s": 3e-3, "max_s": 5e-3}}}
     verdict = fidelity({"time_scale": 3000, "ports": {"Ethernet8": port}})
     assert verdict["ok"] is not late
-    assert bool(verdict["problems"]) is late
+    assert verdict["problems"] == ([f"Ethernet8: p99 {what} 3.00 ms > one MTU frame (2.00 ms)"]
+                                   if late else [])
 
 
 @pytest.mark.parametrize("quanta", [{3: 0xFFFF}, {3: 0}, {3: 0x1234, 4: 7}])
