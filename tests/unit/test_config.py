@@ -103,7 +103,7 @@ def test_leaf1_buffers(leaf1: SwitchConfig) -> None:
         "ingress_lossless_pool", "ingress", "dynamic", 12766208, 1720320
     )
     assert qos.buffer_profiles["pg_lossless_100000_40m_profile"] == BufferProfile(
-        "pg_lossless_100000_40m_profile", "ingress_lossless_pool", 66560,
+        "pg_lossless_100000_40m_profile", "ingress_lossless_pool", 18432,  # xon alone: the headroom is shared
         dynamic_th=0, xon=18432, xoff=48128, xon_offset=2496,
     )
     assert qos.buffer_profiles["egress_lossless_profile"].static_th == 12766208
@@ -129,7 +129,7 @@ def test_leaf1_scheduling_wred_watchdog(leaf1: SwitchConfig) -> None:
     assert qos.queues[("Ethernet8", 0)].wred_profile is None
     wred = qos.wred_profiles["AZURE_LOSSLESS"]
     assert wred.ecn == "ecn_all"
-    assert wred.green == wred.yellow == wred.red == WredColor(True, 150000, 1500000, 5)
+    assert wred.green == wred.yellow == wred.red == WredColor(True, 150000, 1500000, 100)
     assert qos.pfc_wd["Ethernet0"] == PfcWatchdog("drop", 200, 200)
     assert qos.pfc_wd_poll_interval_ms == 200
 
