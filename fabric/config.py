@@ -833,8 +833,14 @@ def _buffer_pg(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
 
 
 def _buffer_queue(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    """An egress queue's profile: its pool must be an egress one (or ``both``), the buffer
+    the queue's egress admission draws on."""
     keys = _port_indices(draft, key)
     profile = draft.ref("profile", _validate(_BufferRefFields, fields).profile, "BUFFER_PROFILE")
+    pool = draft.qos.buffer_pools[draft.qos.buffer_profiles[profile].pool]
+    if pool.type == "ingress":
+        raise _Invalid(f"{profile} is in {pool.name}, an ingress pool: an egress queue needs "
+                       "a profile of an egress pool", "profile")
     _assign(draft.qos.buffer_queue, keys, profile)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from fabric.config import Port, Qos
 from fabric.model.counters import NUM_QUEUES
+from fabric.model.egress_buffers import EgressPool, egress_pools, queue_buffers
 from fabric.model.pause import NUM_PRIORITIES, PauseState
 from fabric.model.frames import ETH_HEADER_LEN, VLAN_TAG_LEN
 from fabric.model.scheduler import PortScheduler, disciplines, wire_rate_bps
@@ -44,13 +45,16 @@ class EgressPort:
     """The queues of one port and what acts on them."""
 
     __slots__ = ("name", "rate_bps", "pause", "scheduler", "wred", "watchdogs", "_prios",
-                 "_watchdog_of", "_queues", "ecn_marked", "dropped", "rand", "mark_at_dequeue")
+                 "_watchdog_of", "_queues", "ecn_marked", "dropped", "rand", "mark_at_dequeue",
+                 "buffers")
 
     def __init__(self, qos: Qos, port: Port, time_scale: float | None,
                  rand: Callable[[], float], mark_at_dequeue: bool = True,
-                 watchdog_scale: float = 1.0) -> None:
+                 watchdog_scale: float = 1.0,
+                 pools: dict[str, EgressPool] | None = None) -> None:
         """``watchdog_scale``: what the PFC watchdogs' configured times are multiplied by
-        (``watchdog``'s profiles); ``mark_at_dequeue``: where WRED marks (module docstring)."""
+        (``watchdog``'s profiles); ``mark_at_dequeue``: where WRED marks (module docstring);
+        ``pools``: the switch's egress pools, which the BUFFER_QUEUE limits draw on."""
         self.name = port.name
         self.rate_bps = (float("inf") if time_scale is None
                          else wire_rate_bps(port.speed_mbps, time_scale))
@@ -79,6 +83,9 @@ class EgressPort:
         self.dropped: dict[str, list[int]] = {}  # reason -> per queue
         self.rand = rand
         self.mark_at_dequeue = mark_at_dequeue
+        # per queue: its BUFFER_QUEUE limit, None where there is none
+        self.buffers = queue_buffers(qos, port.name,
+                                     egress_pools(qos) if pools is None else pools)
 
     def gate(self, queue: int) -> float:
         """Until when the pauses received on this port hold ``queue`` (the scheduler's gate)."""
@@ -156,6 +163,7 @@ class EgressPort:
             "pfc_rx": list(pause.pfc_rx), "pause_rx": pause.pause_rx,
             "paused_s": [pause.paused_seconds(p, now) for p in range(NUM_PRIORITIES)],
             "queues": {str(q): {"depth_bytes": self.scheduler.depth_bytes(q),
+                                "buffer_profile": b.profile if (b := self.buffers[q]) else None,
                                 "depth_packets": self.scheduler.depth_packets(q),
                                 "watermark_bytes": self.scheduler.depth_peak[q],
                                 "ecn_marked": self.ecn_marked[q],

@@ -58,6 +58,7 @@ from fabric.model.counters import (
     PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters, drop_totals,
 )
 from fabric.model.egress import PFC_WD_DROP, EgressPort
+from fabric.model.egress_buffers import QUEUE_LIMIT, egress_pools
 from fabric.model.frames import (
     BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6,
     ETH_P_MAC_CONTROL, LINK_LOCAL_PREFIX, MAC_CONTROL_PFC, mac_bytes, mac_text,
@@ -134,10 +135,11 @@ class Switch:
         self._now = 0.0
         self._next_sweep = 0.0
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)
+        self._egress_pools = egress_pools(config.qos)
         for name, port in self._ports.items():
             port.egress = EgressPort(config.qos, config.ports[name], time_scale, rand,
                                      mark_at_dequeue=ecn_marking == "dequeue",
-                                     watchdog_scale=watchdog_scale)
+                                     watchdog_scale=watchdog_scale, pools=self._egress_pools)
             port.pgs = [self._buffers.pg(name, pg) for pg in range(8)]
             port.pfc = [PfcSender(b.priorities, port.egress.rate_bps) if b.lossless else None
                         for b in port.pgs]
@@ -267,8 +269,12 @@ class Switch:
         if got is None:
             return None
         frame, charge, queue = got
-        if state.egress.mark_at_dequeue:
-            frame = state.egress.depart(queue, frame)
+        egress = state.egress
+        held = egress.buffers[queue]
+        if held is not None:
+            held.release(len(frame))
+        if egress.mark_at_dequeue:
+            frame = egress.depart(queue, frame)
         if not scheduler.packets:
             self._backlogged.pop(port, None)
         counters = state.counters
@@ -356,6 +362,7 @@ class Switch:
             "ecn_marking": self.ecn_marking,
             "pfc_watchdog": self.pfc_watchdog,
             "pools": {name: pool.as_dict() for name, pool in self._buffers.pools.items()},
+            "egress_pools": {name: pool.as_dict() for name, pool in self._egress_pools.items()},
             "fdb": fdb,
             "arp": self._router.arp_table(now),
             "routes": self._router.route_table(),
@@ -562,18 +569,22 @@ class Switch:
                 size = len(admitted)
                 # cut through when unpaced (nothing ever waits) or when the port is idle
                 if paced and not egress.scheduler.start_now(queue, size, now):
-                    if cls is mine and charge is None:
-                        charge = Charge(buffer, nbytes, pending)
-                    egress.scheduler.enqueue(queue, admitted, charge if cls is mine else None,
-                                             now)
-                    self._backlogged[port.name] = port
-                    continue
-                if egress.mark_at_dequeue:
-                    admitted = egress.depart(queue, admitted)
-                counters = port.counters
-                counters.queue_tx_packets[queue] += 1
-                counters.queue_tx_bytes[queue] += size
-                self._control.append((port.name, admitted))
+                    held = egress.buffers[queue]
+                    if held is None or held.take(size):  # egress admission (BUFFER_QUEUE)
+                        if cls is mine and charge is None:
+                            charge = Charge(buffer, nbytes, pending)
+                        egress.scheduler.enqueue(queue, admitted,
+                                                 charge if cls is mine else None, now)
+                        self._backlogged[port.name] = port
+                        continue
+                    egress.count_drop(QUEUE_LIMIT, queue)
+                else:
+                    if egress.mark_at_dequeue:
+                        admitted = egress.depart(queue, admitted)
+                    counters = port.counters
+                    counters.queue_tx_packets[queue] += 1
+                    counters.queue_tx_bytes[queue] += size
+                    self._control.append((port.name, admitted))
             if cls is mine:  # this copy left the switch, sent or dropped
                 if charge is not None:
                     self._discharge(charge, now)
@@ -605,7 +616,10 @@ class Switch:
         if not dropped:
             return
         port.egress.count_drop(reason, queue, len(dropped))
-        for _, charge in dropped:
+        held = port.egress.buffers[queue]
+        for frame, charge in dropped:
+            if held is not None:
+                held.release(len(frame))
             if charge is not None:
                 self._discharge(charge, now)
         if not port.egress.scheduler.packets:

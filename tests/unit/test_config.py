@@ -336,6 +336,10 @@ ERRORS: list[tuple[str, Mutation, str]] = [
      "BUFFER_PG|Ethernet0|3-8: must be between 0 and 7 (got 8)"),
     ("overlapping ranges", put_entry("BUFFER_QUEUE", "Ethernet0|2-3", {"profile": "egress_lossy_profile"}),
      "BUFFER_QUEUE|Ethernet0|2-3: Ethernet0 index 2 is already set by another entry"),
+    ("queue profile in an ingress pool",
+     set_field("BUFFER_QUEUE", "Ethernet0|3", "profile", "ingress_lossy_profile"),
+     "BUFFER_QUEUE|Ethernet0|3: profile: ingress_lossy_profile is in ingress_lossless_pool, "
+     "an ingress pool: an egress queue needs a profile of an egress pool"),
     ("range key without index", rename_key("BUFFER_PG", "Ethernet0|3", "Ethernet0"),
      "BUFFER_PG|Ethernet0: key must be Ethernet<N>|<index> or Ethernet<N>|<first>-<last>"),
     ("unknown pool", set_field("BUFFER_PROFILE", "egress_lossy_profile", "pool", "lossy_pool"),
