@@ -308,6 +308,9 @@ def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="netn
     except KeyboardInterrupt as e:
         raise _interrupted(e, "the checks stopped after their teardown; every lab the run "
                               "brought up is down (summary.json says incomplete)") from None
+    if code == checks.INCONCLUSIVE_EXIT:
+        raise Exit(f"rocelab: checks inconclusive (exit {code}): the emulation lost fidelity; "
+                   f"rerun with --runtime sim or a larger S; evidence in {folder}", code=code)
     if code:
         raise Exit(f"rocelab: checks failed (exit {code}); evidence in {folder}", code=code)
 
