@@ -69,7 +69,7 @@ def up(c, name, runtime="netns"):
     """Bring a lab up: namespaces, veth wires, switch agents, host addresses."""
     try:
         with console.status(f"bringing up {name}"):
-            lab = labs.up(name, runtime)
+            lab = labs.up(name, runtime, warn=lambda line: console.print(line, style="yellow"))
     except USER_ERRORS as e:
         raise _fail(e) from None
     except KeyboardInterrupt as e:

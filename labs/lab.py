@@ -12,6 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from pyroute2 import netns
 
 from fabric.client import AgentClient, AgentError
 from labs import fingerprint
-from labs import lock
+from labs import load, lock
 from labs import state as states
 from labs import topology
 from labs.interrupt import deferred, interruptible
@@ -76,16 +77,29 @@ class Cleanup:
 
 
 def runtime_for(name: str) -> NetnsRuntime | ContainerlabRuntime:
+    if name == "sim":
+        raise LabError("the sim runtime lives in the process that uses it, so there is no "
+                       "lab to bring up or down: run invoke check LAB --runtime sim, or "
+                       "invoke traffic.incast|alltoall|allreduce LAB --runtime sim")
     if name not in RUNTIMES:
-        raise LabError(f"unknown runtime {name!r} (available: {', '.join(RUNTIMES)})")
+        raise LabError(f"unknown runtime {name!r} (available: {', '.join(RUNTIMES)}, "
+                       "and sim for checks and traffic)")
     return RUNTIMES[name]()
 
 
-def up(spec: str, runtime: str = "netns", parent: str | None = None) -> "Lab":
+def up(spec: str, runtime: str = "netns", parent: str | None = None,
+       warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> "Lab":
     """Validate everything first (nothing is created on bad input), then deploy, holding
     the lab's lock; record what it was deployed from. SIGTERM and SIGHUP roll back as
-    Ctrl-C does. ``parent``: the lab whose check brings this variant up."""
+    Ctrl-C does. ``parent``: the lab whose check brings this variant up. A lab this machine
+    cannot hold live is refused, one it may not hold is warned about (``labs.load``)."""
     topo = topology.load(spec)
+    if runtime == "netns" and parent is None:
+        estimate = load.estimate(topo)
+        if refusal := estimate.refusal(topo.name):
+            raise LabError(refusal)
+        if warning := estimate.warning(topo.name):
+            warn(warning)
     with lock.hold(topo.name, exclusive=True), interruptible():
         existing = states.load(topo.name)
         if existing is not None:
