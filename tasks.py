@@ -347,8 +347,26 @@ def _hosts(text: str, lab: labs.Lab) -> list[str]:
     return names or [h.name for h in lab.topology.hosts]
 
 
+@contextmanager
+def _traffic_lab(spec: str, reuse: bool, runtime: str, time_scale: float,
+                 seed: int) -> Iterator:
+    """The running lab (live), or the lab's files in virtual time (``--runtime sim``)."""
+    if runtime == "sim":
+        sim = labs.simulated(spec, float(time_scale), int(seed))
+        try:
+            yield sim
+        finally:
+            sim.down()
+    elif runtime in ("netns", "containerlab", "live"):
+        with _using(spec, reuse) as handle:
+            yield handle
+    else:
+        raise LabError(f"--runtime {runtime!r}: say netns (the running lab) or sim")
+
+
 def _run_pattern(lab: str, pattern: str, build, json_path: str, timeout: float,
-                 dcqcn: str, reuse: bool) -> None:
+                 dcqcn: str, reuse: bool, runtime: str = "netns", time_scale: float = 1.0,
+                 seed: int = 0) -> None:
     """Run a pattern with a progress bar, print the flow table, write JSON, exit 1 unless
     every message arrived."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeElapsedColumn
@@ -358,8 +376,9 @@ def _run_pattern(lab: str, pattern: str, build, json_path: str, timeout: float,
             raise _fail(f"--dcqcn {dcqcn!r}: say on or off")
         nic = {"*": {"dcqcn": {"enabled": dcqcn == "on"}}}
     try:
-        with _using(lab, reuse) as handle, Progress("[progress.description]{task.description}", BarColumn(),
-                      DownloadColumn(), TimeElapsedColumn(), console=console) as bar:
+        with _traffic_lab(lab, reuse, runtime, time_scale, seed) as handle, \
+                Progress("[progress.description]{task.description}", BarColumn(),
+                         DownloadColumn(), TimeElapsedColumn(), console=console) as bar:
             flows = build(handle)
             job = bar.add_task(f"{pattern}: {len(flows)} flows", total=None)
             result = patterns.run(handle, flows, pattern=pattern, timeout_s=timeout, nic=nic,
@@ -380,35 +399,40 @@ PATTERN_HELP = {"lab": "lab name or topology path", "size": "message bytes",
                 "count": "messages per flow", "qps": "QPs per pair of hosts",
                 "json": "write every flow's results here", "timeout": "seconds before giving up",
                 "dcqcn": "on or off for every host (default: the hosts' NIC settings)",
-                "reuse": REUSE_HELP}
+                "reuse": REUSE_HELP,
+                "runtime": "netns (default: the running lab) or sim (the lab's files in "
+                           "virtual time, at real line rate; docs/runtimes.md)",
+                "time_scale": "sim only: S (default 1)", "seed": "sim only: the seed"}
 
 
 @task(help={**PATTERN_HELP, "to": "receiving host", "from": "sending hosts (default: all others)"})
 def incast(c, lab, to="", from_="", size=65536, count=16, qps=1, json="", timeout=60,
-           dcqcn="", reuse=False):
+           dcqcn="", reuse=False, runtime="netns", time_scale=1.0, seed=0):
     """N:1 RoCE incast (RDMA WRITE over RC QPs) through the lab."""
     if not to:
         raise _fail("give the receiver: --to h1")
     _run_pattern(lab, "incast", lambda h: patterns.incast(
         to, [s for s in _hosts(from_, h) if s != to], size, count, qps), json, timeout, dcqcn,
-        reuse)
+        reuse, runtime, time_scale, seed)
 
 
 @task(help={**PATTERN_HELP, "hosts": "hosts, comma-separated (default: all)"})
 def alltoall(c, lab, hosts="", size=65536, count=8, qps=1, json="", timeout=60, dcqcn="",
-             reuse=False):
+             reuse=False, runtime="netns", time_scale=1.0, seed=0):
     """Every host sends to every other host at once."""
     _run_pattern(lab, "alltoall", lambda h: patterns.alltoall(_hosts(hosts, h), size, count,
-                                                               qps), json, timeout, dcqcn, reuse)
+                                                               qps), json, timeout, dcqcn, reuse,
+                 runtime, time_scale, seed)
 
 
 @task(help={**{k: v for k, v in PATTERN_HELP.items() if k not in ("count", "qps")},
             "hosts": "ring order, comma-separated (default: all hosts)",
             "size": "bytes each host reduces (split in N chunks)"})
-def allreduce(c, lab, hosts="", size=4 << 20, json="", timeout=60, dcqcn="", reuse=False):
+def allreduce(c, lab, hosts="", size=4 << 20, json="", timeout=60, dcqcn="", reuse=False,
+              runtime="netns", time_scale=1.0, seed=0):
     """Ring all-reduce: 2(N-1) steps, each host's step waiting for its neighbour's chunk."""
     _run_pattern(lab, "allreduce", lambda h: patterns.ring_allreduce(_hosts(hosts, h), size),
-                 json, timeout, dcqcn, reuse)
+                 json, timeout, dcqcn, reuse, runtime, time_scale, seed)
 
 
 @task(help={"lab": "lab name or topology path", "src": "client host (sends)",
