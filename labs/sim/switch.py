@@ -43,9 +43,9 @@ class SimSwitch:
     # --- the data path ----------------------------------------------------------------
 
     def arrive(self, port: str, frame: bytes) -> None:
-        engine = self.engine
-        self._send(self.switch.receive(port, frame, engine.now))
-        self._arm()
+        switch = self.switch
+        self._send(switch.receive(port, frame, self.engine.now))
+        self._arm(switch.take_touched())
 
     def _send(self, out: list[tuple[str, bytes]]) -> None:
         wires = self.wires
@@ -54,11 +54,11 @@ class SimSwitch:
             if wire is not None:  # a port with no cable: the frame leaves into nothing
                 wire.send(frame)
 
-    def _arm(self) -> None:
-        """A wake for every backlogged port at its next send time, unless one is armed
-        at or before it."""
+    def _arm(self, ports) -> None:
+        """A wake for each of ``ports`` that has frames queued, at its next send time,
+        unless one is armed at or before it."""
         switch, armed = self.switch, self._armed
-        for port in switch.backlogged():
+        for port in ports:
             at = switch.next_send_time(port)
             if at is None:
                 continue
@@ -80,16 +80,22 @@ class SimSwitch:
             if wire is not None:
                 wire.send(frame)
         self._send(self.switch.take_control())
-        self._arm()
+        touched = self.switch.take_touched()
+        touched.add(port)
+        self._arm(touched)
 
     def _tick(self) -> None:
-        self._send(self.switch.tick(self.engine.now))
-        self._arm()
+        """Timers; a watchdog or a pause expiring may move any port's schedule."""
+        switch = self.switch
+        self._send(switch.tick(self.engine.now))
+        switch.take_touched()
+        self._arm(switch.backlogged())
         self.engine.after(self.tick_ps, self._tick)
 
     def set_port_up(self, port: str, up: bool) -> None:
         self.switch.set_port_up(port, up)
-        self._arm()
+        self.switch.take_touched()
+        self._arm(self.switch.backlogged())
 
     # --- what an agent's control socket answers -----------------------------------------
 
