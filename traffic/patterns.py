@@ -26,8 +26,9 @@ if TYPE_CHECKING:  # the lab is the caller's; patterns only read it
     from labs.lab import Lab
 
 SENDER_QPN = 0x100
-RECEIVER_QPN = 0x800
-SPORT_BASE = 0xC000
+RECEIVER_QPN = 0x800000  # QPNs are 24 bits: senders and receivers never meet, at any size
+SPORT_BASE = 0xC000  # UDP source ports from the dynamic range, 0xC000..0xFFFF, reused
+SPORTS = 0x10000 - SPORT_BASE  # past that many flows (all-to-all at fabric scale)
 # Packets a QP keeps in flight. A NIC bounds RDMA WRITEs only by the PSN space, so the
 # window is wide: congestion control and PFC, not the window, must keep queues in check.
 WINDOW = 1024
@@ -144,7 +145,7 @@ def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
                      "send": [], "receive": []}
     for i, flow in enumerate(flows):
         psn = (i * 0x10000 + 0xFFFF00) % (1 << 24)  # a few flows wrap their PSN on the way
-        common = {"name": flow.name, "start_psn": psn, "sport": SPORT_BASE + i}
+        common = {"name": flow.name, "start_psn": psn, "sport": SPORT_BASE + i % SPORTS}
         out[flow.src]["send"].append({
             **common, "qpn": SENDER_QPN + i, "peer_qpn": RECEIVER_QPN + i,
             "peer_ip": addresses[flow.dst], "size": flow.size, "count": flow.count,
