@@ -69,7 +69,7 @@ def up(c, name, runtime="netns"):
     """Bring a lab up: namespaces, veth wires, switch agents, host addresses."""
     try:
         with console.status(f"bringing up {name}"):
-            lab = labs.up(name, runtime)
+            lab = labs.up(name, runtime, warn=lambda line: console.print(line, style="yellow"))
     except USER_ERRORS as e:
         raise _fail(e) from None
     except KeyboardInterrupt as e:
@@ -308,6 +308,9 @@ def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="netn
     except KeyboardInterrupt as e:
         raise _interrupted(e, "the checks stopped after their teardown; every lab the run "
                               "brought up is down (summary.json says incomplete)") from None
+    if code == checks.INCONCLUSIVE_EXIT:
+        raise Exit(f"rocelab: checks inconclusive (exit {code}): the emulation lost fidelity; "
+                   f"rerun with --runtime sim or a larger S; evidence in {folder}", code=code)
     if code:
         raise Exit(f"rocelab: checks failed (exit {code}); evidence in {folder}", code=code)
 
@@ -344,8 +347,26 @@ def _hosts(text: str, lab: labs.Lab) -> list[str]:
     return names or [h.name for h in lab.topology.hosts]
 
 
+@contextmanager
+def _traffic_lab(spec: str, reuse: bool, runtime: str, time_scale: float,
+                 seed: int) -> Iterator:
+    """The running lab (live), or the lab's files in virtual time (``--runtime sim``)."""
+    if runtime == "sim":
+        sim = labs.simulated(spec, float(time_scale), int(seed))
+        try:
+            yield sim
+        finally:
+            sim.down()
+    elif runtime in ("netns", "containerlab", "live"):
+        with _using(spec, reuse) as handle:
+            yield handle
+    else:
+        raise LabError(f"--runtime {runtime!r}: say netns (the running lab) or sim")
+
+
 def _run_pattern(lab: str, pattern: str, build, json_path: str, timeout: float,
-                 dcqcn: str, reuse: bool) -> None:
+                 dcqcn: str, reuse: bool, runtime: str = "netns", time_scale: float = 1.0,
+                 seed: int = 0) -> None:
     """Run a pattern with a progress bar, print the flow table, write JSON, exit 1 unless
     every message arrived."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeElapsedColumn
@@ -355,8 +376,9 @@ def _run_pattern(lab: str, pattern: str, build, json_path: str, timeout: float,
             raise _fail(f"--dcqcn {dcqcn!r}: say on or off")
         nic = {"*": {"dcqcn": {"enabled": dcqcn == "on"}}}
     try:
-        with _using(lab, reuse) as handle, Progress("[progress.description]{task.description}", BarColumn(),
-                      DownloadColumn(), TimeElapsedColumn(), console=console) as bar:
+        with _traffic_lab(lab, reuse, runtime, time_scale, seed) as handle, \
+                Progress("[progress.description]{task.description}", BarColumn(),
+                         DownloadColumn(), TimeElapsedColumn(), console=console) as bar:
             flows = build(handle)
             job = bar.add_task(f"{pattern}: {len(flows)} flows", total=None)
             result = patterns.run(handle, flows, pattern=pattern, timeout_s=timeout, nic=nic,
@@ -377,35 +399,40 @@ PATTERN_HELP = {"lab": "lab name or topology path", "size": "message bytes",
                 "count": "messages per flow", "qps": "QPs per pair of hosts",
                 "json": "write every flow's results here", "timeout": "seconds before giving up",
                 "dcqcn": "on or off for every host (default: the hosts' NIC settings)",
-                "reuse": REUSE_HELP}
+                "reuse": REUSE_HELP,
+                "runtime": "netns (default: the running lab) or sim (the lab's files in "
+                           "virtual time, at real line rate; docs/runtimes.md)",
+                "time_scale": "sim only: S (default 1)", "seed": "sim only: the seed"}
 
 
 @task(help={**PATTERN_HELP, "to": "receiving host", "from": "sending hosts (default: all others)"})
 def incast(c, lab, to="", from_="", size=65536, count=16, qps=1, json="", timeout=60,
-           dcqcn="", reuse=False):
+           dcqcn="", reuse=False, runtime="netns", time_scale=1.0, seed=0):
     """N:1 RoCE incast (RDMA WRITE over RC QPs) through the lab."""
     if not to:
         raise _fail("give the receiver: --to h1")
     _run_pattern(lab, "incast", lambda h: patterns.incast(
         to, [s for s in _hosts(from_, h) if s != to], size, count, qps), json, timeout, dcqcn,
-        reuse)
+        reuse, runtime, time_scale, seed)
 
 
 @task(help={**PATTERN_HELP, "hosts": "hosts, comma-separated (default: all)"})
 def alltoall(c, lab, hosts="", size=65536, count=8, qps=1, json="", timeout=60, dcqcn="",
-             reuse=False):
+             reuse=False, runtime="netns", time_scale=1.0, seed=0):
     """Every host sends to every other host at once."""
     _run_pattern(lab, "alltoall", lambda h: patterns.alltoall(_hosts(hosts, h), size, count,
-                                                               qps), json, timeout, dcqcn, reuse)
+                                                               qps), json, timeout, dcqcn, reuse,
+                 runtime, time_scale, seed)
 
 
 @task(help={**{k: v for k, v in PATTERN_HELP.items() if k not in ("count", "qps")},
             "hosts": "ring order, comma-separated (default: all hosts)",
             "size": "bytes each host reduces (split in N chunks)"})
-def allreduce(c, lab, hosts="", size=4 << 20, json="", timeout=60, dcqcn="", reuse=False):
+def allreduce(c, lab, hosts="", size=4 << 20, json="", timeout=60, dcqcn="", reuse=False,
+              runtime="netns", time_scale=1.0, seed=0):
     """Ring all-reduce: 2(N-1) steps, each host's step waiting for its neighbour's chunk."""
     _run_pattern(lab, "allreduce", lambda h: patterns.ring_allreduce(_hosts(hosts, h), size),
-                 json, timeout, dcqcn, reuse)
+                 json, timeout, dcqcn, reuse, runtime, time_scale, seed)
 
 
 @task(help={"lab": "lab name or topology path", "src": "client host (sends)",
@@ -594,6 +621,37 @@ def generate(c, name, hosts_per_leaf=2, leaves=2, spines=0, speed="100G", oversu
     console.print(f"wrote {done.path}: {gen.describe(done.fabric)}", soft_wrap=True)
 
 
+@task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
+            "results": "folder for both runs (default: results/compare-<lab>-<time>/)",
+            "seed": "the simulated run's seed"})
+def compare(c, name, results="", seed=0):
+    """Each congestion scenario live and in virtual time at the lab's S, side by side:
+    verdicts, PFC frames, pause time, completion time, frames lost (docs/runtimes.md)."""
+    from checks import compare as cmp
+    from checks import run as checks
+    try:
+        folder = Path(results) if results else checks.fresh_results(
+            f"compare-{labs.lab_name(name)}")
+        rows = cmp.compare(name, folder, say=console.print, seed=int(seed))
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    table = Table(title=f"live vs simulated at the lab's S ({folder})")
+    for col in ("scenario", "verdict live / sim", *(f"{f} live / sim" for f in cmp.FIGURES)):
+        table.add_column(col)
+    for row in rows:
+        cells = [row.scenario, f"{row.live.get('verdict')} / {row.sim.get('verdict')}"
+                 + ("" if row.verdicts_agree else " [red]differ[/]")]
+        for f in cmp.FIGURES:
+            a, b = row.live.get(f), row.sim.get(f)
+            mark = "" if row.agrees(f) else " [yellow]>15%[/]"
+            cells.append(f"{a:.4g} / {b:.4g}{mark}" if a is not None and b is not None
+                         else f"{a} / {b}")
+        table.add_row(*cells)
+    console.print(table)
+    if not all(r.verdicts_agree for r in rows):
+        raise Exit("rocelab: live and simulated verdicts differ", code=1)
+
+
 lab_tasks = Collection("lab", up, down, status, pingall, list_, cleanup, trace)
 lab_tasks.add_task(trace_stop, name="trace-stop")
 lab_tasks.add_task(exec_, name="exec")
@@ -603,3 +661,4 @@ ns = Collection(lab_tasks, traffic_tasks, test, bench, check)
 ns.add_collection(Collection("image", build=build_images))
 ns.add_collection(Collection("config", lint))
 ns.add_collection(Collection("topo", generate))
+ns.add_collection(Collection("sim", compare))

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from bench import forwarding, incast, lifecycle
+from bench import forwarding, incast, lifecycle, sim
 
 
 def incast_table(cast: dict) -> Table:
@@ -32,7 +32,33 @@ def incast_table(cast: dict) -> Table:
     return table
 
 
-BENCHES = ("lifecycle", "forwarding", "incast")
+BENCHES = ("lifecycle", "forwarding", "incast", "sim")
+
+
+def sim_rows(table: Table, out: dict) -> None:
+    """The simulator's figures as rows of the benchmark table."""
+    eng = out["engine"]
+    table.add_row("sim engine, lossless incast", f"{eng['frame_hops_per_s']:,.0f} frame-hops/s",
+                  f"{eng['simulated_s'] * 1e3:.2f} ms simulated in {eng['wall_s']:.1f} s",
+                  f"{eng['slowdown']:,.0f}x slower than real time", "report")
+    if "suite" in out:
+        suite = out["suite"]
+        table.add_row("check suite, sim vs live", f"{suite['sim']['wall_s']:.0f} s",
+                      f"{suite['netns']['wall_s']:.0f} s live", f"{suite['ratio']:.2f}x",
+                      "<= 0.2x")
+    for key, label, target in (("alltoall_256", "256 hosts all-to-all 64 KiB", "< 600 s, < 4 GiB"),
+                               ("allreduce_1024", "1024 hosts all-reduce 1 MiB", "report")):
+        run = out.get(key, {})
+        if "wall_s" in run:
+            table.add_row(label, f"{run['wall_s']:.0f} s, {run['peak_rss_mib']:,.0f} MiB",
+                          f"{run['simulated_s'] * 1e3:.2f} ms simulated, "
+                          f"{run['frame_hops_per_s']:,.0f} frame-hops/s",
+                          "complete" if run["complete"] else "INCOMPLETE", target)
+        else:
+            table.add_row(label, f"failed: {run.get('error')}", "", "", target)
+    if "largest_alltoall_in_10_min" in out:
+        table.add_row("largest 64 KiB all-to-all in 10 min", f"{out['largest_alltoall_in_10_min']} hosts",
+                      "extrapolated from the 256-host run", "", "report")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     if "incast" in chosen:
         with console.status("3:1 incast fidelity, S walking down"):
             results["incast"] = incast.measure()
+    if "sim" in chosen:
+        with console.status("the simulator: engine, check suite vs live, fabric scale"):
+            results["sim"] = sim.measure()
     table = Table(title="rocelab benchmarks (medians; ratios against baselines of this run, "
                         "per round in brackets)")
     for col in ("measure", "value", "baseline", "ratio", "target"):
@@ -83,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                                                              fwd["rounds"]["bare_relay_pps"]))
                           + ")",
                           ">= 0.5x" if key == "agent_full_pipeline_pps" else "report")
+    if "sim" in results:
+        sim_rows(table, results["sim"])
     console.print(table)
     if "incast" in results:
         console.print(incast_table(results["incast"]))

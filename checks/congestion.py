@@ -190,6 +190,7 @@ class Run(Observation):
                 "retransmitted": self.flows("retransmitted"), "naks": self.flows("naks_received"),
                 "timeouts": self.flows("timeouts"), "cnps": self.cnps(), "ecn_marks": self.marks(),
                 "drops": self.drop_reasons(), "pfc_sent": self.pfc_sent(),
+                "paused_s": sum(self.paused_s(p) for p in range(8)),
                 "pfc_frames_captured": self.pfc_frames, "fidelity": self.fidelity}
 
 

@@ -38,7 +38,10 @@ EVIDENCE = "evidence"
 EVIDENCE_DIR = "evidence_dir"
 PLOT = "plot"
 FIDELITY = "fidelity"
-LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}
+LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR",
+          "inconclusive": "INCONCLUSIVE"}
+INCONCLUSIVE = "INCONCLUSIVE"  # a skip whose reason starts with this: fidelity was lost
+RERUN_HINT = "rerun with --runtime sim (virtual time) or a larger time scale S"
 NOT_FINISHED = "the checks did not finish: pytest was killed or crashed"
 INTERRUPTED = "the checks were interrupted: the results are partial"
 
@@ -175,6 +178,26 @@ class Report:
             print(line, flush=True)
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call):
+        """A check whose emulation lost fidelity has no verdict: whatever its assertions
+        said, it is reported as skipped (JUnit too) with an INCONCLUSIVE reason that keeps
+        what it would have said and how to get a verdict."""
+        outcome = yield
+        report = outcome.get_result()
+        if report.when != "call" or report.skipped:
+            return
+        fidelity = merged_fidelity(item.user_properties)
+        if fidelity is None or fidelity["ok"]:
+            return
+        would = "passed" if report.passed else f"failed: {reason_of(report)}"
+        problems = "; ".join(fidelity["problems"][:3]) + (
+            f" (+{len(fidelity['problems']) - 3} more)" if len(fidelity["problems"]) > 3 else "")
+        message = (f"{INCONCLUSIVE}: the emulation lost fidelity ({problems}); the check "
+                   f"would have {would}; {RERUN_HINT}")
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {message}")
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_report_teststatus(self, report, config):
         """Keep pytest's categories (its counts stay right) but drop its dots and words:
         the [PASS]/[FAIL] lines say it."""
@@ -194,7 +217,9 @@ class Report:
             if report.failed:
                 check.outcome, check.reason = "failed", reason_of(report)
             elif report.skipped:
-                check.outcome, check.reason = "skipped", reason_of(report)
+                reason = reason_of(report)
+                check.outcome = "inconclusive" if reason.startswith(INCONCLUSIVE) else "skipped"
+                check.reason = reason
         elif report.failed and check.outcome != "failed":  # setup or teardown broke
             check.outcome = "error"
             check.reason = f"{report.when}: {reason_of(report)}"
@@ -290,7 +315,8 @@ class Report:
         if results is not None:
             where = f" (results in {results}) report: {write_summary(results, summary)}"
         counts = summary["counts"]
-        parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "error", "skipped")
+        parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "error", "inconclusive",
+                                              "skipped")
                  if counts[k] or k in ("passed", "failed")]
         self._write(f"checks: {', '.join(parts)}{where}")
 

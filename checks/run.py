@@ -11,6 +11,7 @@ before taking its own lab down; variant labs a killed pytest left are removed he
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 import signal
 import subprocess
@@ -29,6 +30,7 @@ from labs.interrupt import ALL, Interrupted, deferred, here_only, interruptible
 from labs.runtimes.netns import LabError, traces_allowed_in
 
 ROOT = Path(__file__).resolve().parent.parent
+INCONCLUSIVE_EXIT = 3
 TEARDOWN_TIMEOUT_S = 120.0  # after an interrupt, pytest's teardown gets this long
 AGENT_LOGS = "agent-logs"  # in the results folder
 
@@ -78,6 +80,19 @@ def pytest_argv(lab: str, results: Path, k: str | None = None,
     return argv + list(extra or [])
 
 
+def verdict_code(pytest_code: int, folder: Path) -> int:
+    """The run's exit code: pytest's, except that a run whose only non-passes are
+    INCONCLUSIVE checks (they lost fidelity: pytest counts them skipped) gives
+    INCONCLUSIVE_EXIT, so a CI job can tell "no verdict" from both pass and fail."""
+    if pytest_code != 0:
+        return pytest_code
+    try:
+        counts = json.loads((folder / "summary.json").read_text())["counts"]
+    except (OSError, ValueError, KeyError):
+        return pytest_code
+    return INCONCLUSIVE_EXIT if counts.get("inconclusive") else pytest_code
+
+
 def run(spec: str, k: str | None = None, results: str | Path | None = None,
         runtime: str = "netns", say: Callable[[str], None] = print,
         extra: list[str] | None = None, reuse: bool = False,
@@ -95,7 +110,7 @@ def run(spec: str, k: str | None = None, results: str | Path | None = None,
             folder.mkdir(parents=True)
         report.provisional(folder, topo.name, "sim", None)
         argv = pytest_argv(str(topo.path), folder, k, ["--runtime", "sim", *(extra or [])])
-        return _pytest(argv, say), folder
+        return verdict_code(_pytest(argv, say), folder), folder
     with traces_allowed_in(Path(results) if results else None):
         return _run(spec, k, results, runtime, say, extra, reuse, overwrite)
 
@@ -122,7 +137,7 @@ def _run(spec: str, k: str | None, results: str | Path | None, runtime: str,
             report.provisional(folder, lab.name, lab.state.runtime,
                                max((n.time_scale for n in lab.topology.switches), default=None))
             code = _pytest(pytest_argv(lab.name, folder, k, extra), say)
-            return code, folder
+            return verdict_code(code, folder), folder
         finally:
             with deferred():
                 logs = folder / AGENT_LOGS if folder is not None else None

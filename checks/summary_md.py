@@ -15,7 +15,8 @@ from pathlib import Path
 
 from labs.state import write_atomic
 
-ICONS = {"passed": "✅ PASS", "failed": "❌ FAIL", "error": "⚠️ ERROR", "skipped": "⏭️ SKIP"}
+ICONS = {"passed": "✅ PASS", "failed": "❌ FAIL", "error": "⚠️ ERROR",
+         "inconclusive": "❔ INCONCLUSIVE", "skipped": "⏭️ SKIP"}
 
 
 def cell(text: object) -> str:
@@ -28,13 +29,19 @@ def verdict(checks: list[dict]) -> str:
     count = {k: sum(c.get("outcome") == k for c in checks) for k in ICONS}
     if not checks:
         return "**No checks ran.**"
+    if not count["failed"] and not count["error"] and count["inconclusive"]:
+        return (f"**{count['inconclusive']} of {len(checks)} checks inconclusive**: the "
+                f"emulation lost fidelity, so they have no verdict ({count['passed']} passed, "
+                f"{count['skipped']} skipped). Rerun them with `--runtime sim` (virtual time) "
+                "or a larger time scale S.")
     if not count["failed"] and not count["error"]:
         skipped = f" ({count['skipped']} skipped)" if count["skipped"] else ""
         return f"**All {count['passed']} checks passed.**{skipped}"
     bad = [f"{count['failed']} failed"] + ([f"{count['error']} could not run (error)"]
                                            if count["error"] else [])
     return (f"**{', '.join(bad)}** of {len(checks)} checks "
-            f"({count['passed']} passed, {count['skipped']} skipped).")
+            f"({count['passed']} passed, {count['inconclusive']} inconclusive, "
+            f"{count['skipped']} skipped).")
 
 
 def fidelity_warnings(checks: list[dict]) -> list[str]:

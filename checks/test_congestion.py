@@ -13,11 +13,7 @@ hold before XOFF, so without flow control something must give.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import json
-import subprocess
-import sys
-import threading
 
 import pytest
 
@@ -27,7 +23,6 @@ from checks.report import record_evidence, record_fidelity, record_plot
 from fabric.config import iface_name, port_name
 from fabric.model.watchdog import FABRIC, STORM_CHECK
 from fabric.qos import bound, pg_of_tc, port_setting, queue_of_tc, tc_of_dscp
-from labs.runtimes.netns import PROJECT_ROOT
 from traffic import patterns
 
 MESSAGES = 2
@@ -175,8 +170,8 @@ def test_headroom_too_small_drops(request, lab, incast, congestion_dir, lossless
 
 def test_pfc_storm_watchdog(request, lab, incast, evidence):
     """A host pauses its link without end: the watchdog detects the storm within
-    detection_time .. detection_time + poll, acts, restores after the storm; other
-    priorities keep flowing meanwhile.
+    detection_time .. detection_time + poll, acts, restores after the storm and RoCE flows
+    into the port again; other priorities keep flowing meanwhile.
 
     The watchdog's times run in fabric time (x S) in every other run; this check switches
     the congested switch to the ``storm-check`` profile, the configured times as wall time,
@@ -191,25 +186,33 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
         pytest.skip(f"{incast.switch} {port} has no PFC_WD entry")
     poll = switch.config.qos.pfc_wd_poll_interval_ms / 1000
     flows = [patterns.FlowSpec(source, stormer, 1 << 21, 4)]  # ~2 s at line rate
-    flowing = threading.Event()
     wire = (incast.switch, iface_name(port))  # the storm, captured as the switch gets it
     agent = lab.agent(incast.switch)
     agent.pfc_watchdog(STORM_CHECK)
     request.addfinalizer(lambda: agent.pfc_watchdog(FABRIC))
-    with cg.observe(lab, evidence.dir, [wire]) as seen, \
-            concurrent.futures.ThreadPoolExecutor(2) as pool:
-        roce = pool.submit(patterns.run, lab, flows, pattern="storm", timeout_s=60,
-                           nic=DCQCN_OFF, progress=lambda done, _: done and flowing.set())
-        if not flowing.wait(START_S):  # the queue must hold RoCE when the storm begins
+    rlo = wd.restoration_time_ms / 1000
+
+    def restored() -> bool:
+        events = agent.counters()["ports"][port]["watchdog"][str(incast.queue)]["events"]
+        return any(e["kind"] == "restore" for e in events)
+
+    with cg.observe(lab, evidence.dir, [wire]) as seen:
+        # the flow must outlast the storm and the restoration, in the lab's own clock
+        roce = patterns.start(lab, flows, pattern="storm", nic=DCQCN_OFF,
+                              timeout_s=60 + lab.wall_s(STORM_S + rlo + poll))
+        if not roce.flowing(START_S):  # the queue must hold RoCE when the storm begins
+            roce.wait()
             pytest.fail(f"no RoCE flowed {source} -> {stormer} within {START_S} s")
-        argv = [sys.executable, "-m", "traffic.storm", "--priority", str(incast.priority),
-                "--seconds", str(STORM_S)]
-        storm_proc = pool.submit(subprocess.run, lab.runtime.exec_argv(lab.state, stormer, argv),
-                                 capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=30)
+        storming = lab.storm(stormer, incast.priority, STORM_S)
         addr = lab.host_addresses()[stormer]
         pings = [lab.ping(source, stormer, addr, count=3) for _ in range(2)]
-        storm = json.loads(storm_proc.result().stdout)
-        result = roce.result()
+        storm = storming.result()
+        lab.wait_for(restored, rlo + poll + TIMING_SLACK_S, step=poll)  # the lab's clock
+        result = roce.wait()
+        # restored means RoCE flows again: a fresh QP, since the storm's own may have
+        # exhausted its retries meanwhile, as a real NIC's would (retry-exceeded)
+        after = patterns.run(lab, [patterns.FlowSpec(source, stormer, 1 << 16, 1)],
+                             pattern="after-storm", timeout_s=30, nic=DCQCN_OFF)
     record_fidelity(request, seen.fidelity)
     record_plot(request, plots.pause_timeline(list(seen.traces.values()),
                                               evidence.path("pauses.png")))
@@ -217,7 +220,8 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
                 for c in (seen.before[incast.switch], seen.after[incast.switch])]
     events = watchdog[1][len(watchdog[0]):]
     evidence.json("storm", {"storm": storm, "events": events, "pings": [p.ok for p in pings],
-                            "flow": result["flows"][0], "pfc_captured": seen.pfc_frames})
+                            "flow": result["flows"][0], "flow_after": after["flows"][0],
+                            "pfc_captured": seen.pfc_frames})
     assert seen.pfc_frames >= storm["frames"], (
         f"{storm['frames']} PFC frames sent, {seen.pfc_frames} captured on {wire[0]}:{wire[1]}")
     detected = [e for e in events if e["kind"] == "storm"]
@@ -230,12 +234,13 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
     assert detected[0]["action"] == wd.action
     assert restored, "the watchdog never restored the queue after the storm ended"
     back = restored[0]["time"] - storm["last"]
-    rlo = wd.restoration_time_ms / 1000
     assert rlo <= back <= rlo + poll + TIMING_SLACK_S, (
         f"restored {back * 1e3:.0f} ms after the last PFC, not within "
         f"{rlo * 1e3:.0f}..{(rlo + poll + TIMING_SLACK_S) * 1e3:.0f} ms")
     assert all(p.ok for p in pings), "other priorities stopped during the storm (ping failed)"
-    assert result["complete"], "the RoCE flow into the stormed port never completed"
+    assert after["complete"], (
+        f"RoCE into the stormed port did not flow again after the watchdog restored it "
+        f"(the storm's own flow: {result['flows'][0]['failed'] or 'complete'})")
 
 
 def misclassified(lab, overrides: patterns.NicOverrides, result: dict, before: dict,

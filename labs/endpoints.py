@@ -1,5 +1,5 @@
 """Live RoCE endpoints: one ``traffic.endpoint`` process per host, inside its namespace,
-driven over JSON lines (``ready``, ``go``, ``progress``, ``done``); what ``Lab.run_endpoints``
+driven over JSON lines (``ready``, ``go``, ``progress``, ``done``); what ``Lab.start_endpoints``
 does for the live runtimes. The simulator drives the same NIC core in its event loop.
 """
 from __future__ import annotations
@@ -9,8 +9,10 @@ import os
 import selectors
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from labs.runtimes.netns import PROJECT_ROOT
@@ -20,6 +22,58 @@ if TYPE_CHECKING:
     from labs.lab import Lab
 
 START_TIMEOUT_S = 15.0
+
+
+class Running:
+    """``run`` on a thread, so its caller can do something else during the flows (start a
+    storm, ping): ``flowing`` waits for a first acknowledged byte, ``wait`` for the end."""
+
+    def __init__(self, lab: Lab, specs: dict[str, dict], timeout_s: float,
+                 on_progress: Callable[[int], Any] | None = None) -> None:
+        self._flowing = threading.Event()
+
+        def progress(acked: int) -> None:
+            if acked:
+                self._flowing.set()
+            if on_progress is not None:
+                on_progress(acked)
+
+        self._pool = ThreadPoolExecutor(1)
+        self._future = self._pool.submit(run, lab, specs, timeout_s, progress)
+
+    def flowing(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not self._flowing.wait(0.1):
+            if self._future.done() or time.monotonic() >= deadline:
+                break
+        return self._flowing.is_set()
+
+    def wait(self) -> tuple[dict[str, dict], float]:
+        try:
+            return self._future.result()
+        finally:
+            self._pool.shutdown()
+
+
+class Storm:
+    """``traffic.storm`` in a host's namespace, on a thread; ``result`` is its report."""
+
+    def __init__(self, lab: Lab, host: str, priority: int, seconds: float) -> None:
+        argv = lab.runtime.exec_argv(lab.state, host, [
+            sys.executable, "-m", "traffic.storm", "--iface", lab.topology.interfaces(host)[0],
+            "--priority", str(priority), "--seconds", str(seconds)])
+        self._pool = ThreadPoolExecutor(1)
+        self._future = self._pool.submit(subprocess.run, argv, capture_output=True, text=True,
+                                         cwd=PROJECT_ROOT, timeout=seconds + 30)
+
+    def result(self) -> dict:
+        try:
+            proc = self._future.result()
+        finally:
+            self._pool.shutdown()
+        if proc.returncode != 0:
+            raise PatternError(f"storm: {(proc.stderr or proc.stdout).strip()[-300:]}")
+        return json.loads(proc.stdout)
 
 
 def run(lab: Lab, specs: dict[str, dict], timeout_s: float,

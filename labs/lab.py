@@ -12,6 +12,8 @@ import re
 import shutil
 import socket
 import subprocess
+import time
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from pyroute2 import netns
 
 from fabric.client import AgentClient, AgentError
 from labs import fingerprint
-from labs import lock
+from labs import load, lock
 from labs import state as states
 from labs import topology
 from labs.interrupt import deferred, interruptible
@@ -76,16 +78,29 @@ class Cleanup:
 
 
 def runtime_for(name: str) -> NetnsRuntime | ContainerlabRuntime:
+    if name == "sim":
+        raise LabError("the sim runtime lives in the process that uses it, so there is no "
+                       "lab to bring up or down: run invoke check LAB --runtime sim, or "
+                       "invoke traffic.incast|alltoall|allreduce LAB --runtime sim")
     if name not in RUNTIMES:
-        raise LabError(f"unknown runtime {name!r} (available: {', '.join(RUNTIMES)})")
+        raise LabError(f"unknown runtime {name!r} (available: {', '.join(RUNTIMES)}, "
+                       "and sim for checks and traffic)")
     return RUNTIMES[name]()
 
 
-def up(spec: str, runtime: str = "netns", parent: str | None = None) -> "Lab":
+def up(spec: str, runtime: str = "netns", parent: str | None = None,
+       warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> "Lab":
     """Validate everything first (nothing is created on bad input), then deploy, holding
     the lab's lock; record what it was deployed from. SIGTERM and SIGHUP roll back as
-    Ctrl-C does. ``parent``: the lab whose check brings this variant up."""
+    Ctrl-C does. ``parent``: the lab whose check brings this variant up. A lab this machine
+    cannot hold live is refused, one it may not hold is warned about (``labs.load``)."""
     topo = topology.load(spec)
+    if runtime == "netns" and parent is None:
+        estimate = load.estimate(topo)
+        if refusal := estimate.refusal(topo.name):
+            raise LabError(refusal)
+        if warning := estimate.warning(topo.name):
+            warn(warning)
     with lock.hold(topo.name, exclusive=True), interruptible():
         existing = states.load(topo.name)
         if existing is not None:
@@ -291,13 +306,33 @@ class Lab:
         """The span a live caller means by ``wall_s``: the same, here."""
         return wall_s
 
+    def wall_s(self, lab_s: float) -> float:
+        """A span of this lab's own clock as a live caller's wall seconds: the same, here."""
+        return lab_s
+
     # --- traffic and frames (the simulator answers these in virtual time) -----------------
 
-    def run_endpoints(self, specs: dict[str, dict], timeout_s: float,
-                      on_progress=None) -> tuple[dict[str, dict], float]:
-        """RoCE endpoint processes in the hosts (``labs.endpoints``)."""
+    def start_endpoints(self, specs: dict[str, dict], timeout_s: float, on_progress=None):
+        """RoCE endpoint processes in the hosts (``labs.endpoints``), under way while the
+        caller does something else; ``wait()`` gives their reports."""
         from labs import endpoints
-        return endpoints.run(self, specs, timeout_s, on_progress)
+        return endpoints.Running(self, specs, timeout_s, on_progress)
+
+    def wait_for(self, condition: Callable[[], bool], seconds: float,
+                 step: float = 0.05) -> bool:
+        """Until ``condition()`` holds, looking every ``step`` seconds, for at most
+        ``seconds`` (wall time: the lab's own clock); whether it held."""
+        deadline = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(step)  # the condition is read over the agent's socket: poll it
+        return True
+
+    def storm(self, host: str, priority: int, seconds: float):
+        """A PFC storm from ``host`` (``traffic.storm`` in its namespace), under way."""
+        from labs import endpoints
+        return endpoints.Storm(self, host, priority, seconds)
 
     def capture(self, **kw):
         """``traffic.capture.Capture`` on this lab's wires (AF_PACKET in the namespaces)."""

@@ -26,12 +26,14 @@ if TYPE_CHECKING:  # the lab is the caller's; patterns only read it
     from labs.lab import Lab
 
 SENDER_QPN = 0x100
-RECEIVER_QPN = 0x800
-SPORT_BASE = 0xC000
+RECEIVER_QPN = 0x800000  # QPNs are 24 bits: senders and receivers never meet, at any size
+SPORT_BASE = 0xC000  # UDP source ports from the dynamic range, 0xC000..0xFFFF, reused
+SPORTS = 0x10000 - SPORT_BASE  # past that many flows (all-to-all at fabric scale)
 # Packets a QP keeps in flight. A NIC bounds RDMA WRITEs only by the PSN space, so the
 # window is wide: congestion control and PFC, not the window, must keep queues in check.
 WINDOW = 1024
 FRAME_OVERHEAD = 14 + 20 + 8 + 12 + 16 + 4  # Ethernet, IPv4, UDP, BTH, RETH, ICRC
+RTO_FLOOR_S = 0.5  # live wall time: scheduling hiccups must not look like losses
 ACK_DELAYS_PER_TIMEOUT = 8  # a held ACK goes out well before the sender's timer fires
 DEFAULT_SPEED_MBPS = 100_000
 
@@ -90,16 +92,17 @@ def ring_allreduce(hosts: list[str], size: int) -> list[FlowSpec]:
 
 
 def retransmit_timeout(flows: list[FlowSpec], line_bps: float, mtu: int,
-                       window: int = WINDOW) -> float:
+                       window: int = WINDOW, floor_s: float = RTO_FLOOR_S) -> float:
     """A timeout no lossless queue can trip: twice as long as the busiest receiver's port
-    takes to drain every packet its flows can have in flight, and at least 0.5 s of wall
-    time. A real NIC's timeout is ~10^4 round trips; the emulation cannot afford that, but
-    it must never fire when nothing was lost."""
+    takes to drain every packet its flows can have in flight, and at least ``floor_s``
+    (RTO_FLOOR_S of wall time live; the same span of fabric time simulated). A real NIC's
+    timeout is ~10^4 round trips; the emulation cannot afford that, but it must never fire
+    when nothing was lost."""
     in_flight: dict[str, int] = {}
     for f in flows:
         packets = min(window, math.ceil(f.size / mtu) * f.count)
         in_flight[f.dst] = in_flight.get(f.dst, 0) + packets
-    return max(0.5, 2 * max(in_flight.values()) * (mtu + FRAME_OVERHEAD) * 8 / line_bps)
+    return max(floor_s, 2 * max(in_flight.values()) * (mtu + FRAME_OVERHEAD) * 8 / line_bps)
 
 
 def nic_settings(node: Node, overrides: NicOverrides | None) -> NicSettings:
@@ -144,7 +147,7 @@ def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
                      "send": [], "receive": []}
     for i, flow in enumerate(flows):
         psn = (i * 0x10000 + 0xFFFF00) % (1 << 24)  # a few flows wrap their PSN on the way
-        common = {"name": flow.name, "start_psn": psn, "sport": SPORT_BASE + i}
+        common = {"name": flow.name, "start_psn": psn, "sport": SPORT_BASE + i % SPORTS}
         out[flow.src]["send"].append({
             **common, "qpn": SENDER_QPN + i, "peer_qpn": RECEIVER_QPN + i,
             "peer_ip": addresses[flow.dst], "size": flow.size, "count": flow.count,
@@ -172,26 +175,51 @@ def host_speed_mbps(lab: Lab, host: str) -> int:
     return DEFAULT_SPEED_MBPS
 
 
-def run(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 60.0,
-        nic: NicOverrides | None = None, progress: Progress | None = None) -> dict[str, Any]:
-    """Run ``flows`` concurrently through ``lab`` and return every flow's results.
+class PatternRun:
+    """Flows under way (``start``): ``flowing`` waits for a first acknowledged byte,
+    ``wait`` for every flow and merges the hosts' reports."""
 
-    The lab runs the endpoints its own way (``Lab.run_endpoints``: processes in the hosts'
-    namespaces live, NIC cores in the event loop simulated), from the same specs. All start
-    together; the run ends when every flow is complete or at ``timeout_s`` (wall time of the
-    live lab: the simulator runs the same span of fabric time)."""
+    def __init__(self, lab: Lab, flows: list[FlowSpec], pattern: str, scale: float,
+                 rto_s: float, running: Any) -> None:
+        self.lab, self.flows, self.pattern = lab, flows, pattern
+        self.scale, self.rto_s, self.running = scale, rto_s, running
+
+    def flowing(self, timeout_s: float) -> bool:
+        return self.running.flowing(timeout_s)
+
+    def wait(self) -> dict[str, Any]:
+        done, elapsed = self.running.wait()
+        return merge(self.pattern, self.lab.name, self.flows, done, self.scale, self.rto_s,
+                     elapsed)
+
+
+def start(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 60.0,
+          nic: NicOverrides | None = None, progress: Progress | None = None) -> PatternRun:
+    """Start ``flows`` through ``lab`` together; the lab runs its endpoints its own way
+    (``Lab.start_endpoints``: processes in the hosts' namespaces live, NIC cores in the
+    event loop simulated), from the same specs. They end when every flow is complete or at
+    ``timeout_s`` (wall time of the live lab: the simulator runs the same span of fabric
+    time)."""
     if not flows:
         raise PatternError(f"{pattern}: no flows")
     nodes = check_hosts(lab, flows)
     scale = lab.node_time_scale(flows[0].src)
     mtu = nic_settings(nodes[flows[0].src], nic).roce.mtu
     slowest = min(host_speed_mbps(lab, h) for f in flows for h in (f.src, f.dst))
-    rto_s = retransmit_timeout(flows, slowest * 1e6 / scale, mtu)
+    rto_s = retransmit_timeout(flows, slowest * 1e6 / scale, mtu,
+                               floor_s=lab.sim_s(RTO_FLOOR_S))
     per_host = specs(lab, flows, rto_s=rto_s, timeout_s=timeout_s, nic=nic)
     total = sum(f.size * f.count for f in flows)
-    done, elapsed = lab.run_endpoints(
+    running = lab.start_endpoints(
         per_host, timeout_s, on_progress=progress and (lambda acked: progress(acked, total)))
-    return merge(pattern, lab.name, flows, done, scale, rto_s, elapsed)
+    return PatternRun(lab, flows, pattern, scale, rto_s, running)
+
+
+def run(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 60.0,
+        nic: NicOverrides | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """``start`` the flows and wait for them: every flow's results."""
+    return start(lab, flows, pattern=pattern, timeout_s=timeout_s, nic=nic,
+                 progress=progress).wait()
 
 
 def merge(pattern: str, lab: str, flows: list[FlowSpec], done: dict[str, dict], scale: float,

@@ -43,6 +43,6 @@ def verdict(result: dict[str, Any]) -> str:
     if result["complete"]:
         return (f"[green]every message delivered[/]: {len(flows)} flows, "
                 f"{sum(f['delivered_bytes'] for f in flows):,} bytes in "
-                f"{result['elapsed_s']:.2f} s")
+                f"{result['elapsed_s']:.3g} s")
     bad = [f["name"] for f in flows if not f["complete"]]
     return f"[red]{len(bad)} of {len(flows)} flows did not complete[/]: {', '.join(bad)}"

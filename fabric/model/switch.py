@@ -148,6 +148,7 @@ class Switch:
         self._senders = [s for p in self._ports.values() for s in p.pfc if s is not None]
         self._watchdogs = [w for p in self._ports.values() for w in p.egress.watchdogs.values()]
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
+        self._touched: set[str] = set()  # ports whose send schedule may have moved earlier
         self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
         # the frame being received holds these bytes: (PG buffer, bytes, its class tuple,
         # which its forwarded copies carry as such)
@@ -293,6 +294,13 @@ class Switch:
     def backlogged(self) -> list[str]:
         """The ports with frames queued (the only ones worth a ``next_send_time``)."""
         return list(self._backlogged)
+
+    def take_touched(self) -> set[str]:
+        """The ports whose ``next_send_time`` may have moved earlier since the last call (a
+        frame queued, a pause or resume received): all an event loop that keeps one wake
+        per port must look at again after ``receive``, besides the port it just served."""
+        touched, self._touched = self._touched, set()
+        return touched
 
     def take_control(self) -> list[tuple[str, bytes]]:
         """Frames to put on the wire now: PFC raised since the last call (XON after
@@ -528,6 +536,7 @@ class Switch:
             port.egress.pause.on_pfc(quanta, now)
         else:
             port.egress.pause.on_pause(quanta[0], now)
+        self._touched.add(port.name)
         return FLOW_CONTROL
 
     def _send_pfc(self, port: PortState, quanta: dict[int, int]) -> None:
@@ -577,6 +586,7 @@ class Switch:
                         egress.scheduler.enqueue(queue, admitted,
                                                  charge if cls is mine else None, now)
                         self._backlogged[port.name] = port
+                        self._touched.add(port.name)
                         continue
                     egress.count_drop(QUEUE_LIMIT, queue)
                 else:

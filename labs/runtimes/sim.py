@@ -19,20 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from labs.lab import LinkStatus, NodeStatus, Ping
-from labs.nic import NicSettings
 from labs.runtimes.netns import LabError
 from labs.sim.engine import PS, to_ps
+from labs.sim.flows import SimRunning, SimStorm
 from labs.sim.host import HOST_TTL, SimError, SimHost
 from labs.sim.network import SimNetwork, derived_seed
 from labs.sim.switch import SimSwitch
 from labs import topology
 from labs.topology import DEFAULT_TIME_SCALE, Topology
 from traffic.capture import Direction, PcapFiles, Sighting
-from traffic.nic import Nic
 
 PING_WAIT_S = 2.0  # wall seconds a live ping waits (-W 2): the same fabric time here
-START_JITTER_FABRIC_S = 1e-6  # flows start within this much fabric time of each other
-DONE_POLL_FABRIC_S = 20e-6  # how often a run looks whether every flow is complete
 
 
 class SimAgent:
@@ -79,7 +76,7 @@ class SimLab:
         # the S a live run of this lab uses: wall times given by its callers map through it
         self.live_scale = max((n.time_scale for n in topo.switches), default=DEFAULT_TIME_SCALE)
         self._ident = 0
-        self._rng = random.Random(derived_seed(seed, "flows"))
+        self.rng = random.Random(derived_seed(seed, "flows"))  # start jitter
 
     @property
     def name(self) -> str:
@@ -88,6 +85,11 @@ class SimLab:
     def sim_s(self, wall_s: float) -> float:
         """Simulated seconds for a span a live caller gives in wall seconds."""
         return wall_s / self.live_scale * self.time_scale
+
+    def wall_s(self, lab_s: float) -> float:
+        """A span of simulated time as the live wall seconds it stands for (``sim_s``'s
+        inverse): how a check gives a timeout that must cover simulated seconds."""
+        return lab_s / self.time_scale * self.live_scale
 
     def node_time_scale(self, node: str) -> float:
         return self.time_scale
@@ -236,68 +238,33 @@ class SimLab:
         prefilter; ``match`` decides here)."""
         return SimCapture(self, where, pcap_dir, match)
 
-    # --- RoCE flows -----------------------------------------------------------------------
+    # --- RoCE flows and storms -------------------------------------------------------------
 
-    def run_endpoints(self, specs: dict[str, dict], timeout_s: float,
-                      on_progress: Callable[[int], Any] | None = None
-                      ) -> tuple[dict[str, dict], float]:
-        """Every host's NIC core driven by the engine, from the same specs the live
-        endpoints read (``traffic.patterns.specs``); (each host's done report, elapsed)."""
-        nics: dict[str, Nic] = {}
-        for name, spec in specs.items():
-            host = self._host(name)
-            settings = NicSettings.model_validate(spec["nic"])
-            nic = Nic(settings, spec["speed_mbps"] * 1e6 / self.time_scale, self.time_scale,
-                      rate_sample_s=self.sim_s(0.005))
-            src = host.address
-            iface = spec["iface"]
-            for flow in spec["send"]:
-                mac = self._next_hop_mac(name, flow["peer_ip"])
-                common = dict(src_mac=self.mac(name, iface), dst_mac=mac, src_ip=str(src.ip),
-                              dst_ip=flow["peer_ip"], sport=flow["sport"])
-                nic.add_sender(flow, nic.headers("data", **common))
-            for flow in spec["receive"]:
-                mac = self._next_hop_mac(name, flow["peer_ip"])
-                common = dict(src_mac=self.mac(name, iface), dst_mac=mac, src_ip=str(src.ip),
-                              dst_ip=flow["peer_ip"], sport=flow["sport"])
-                nic.add_receiver(flow, nic.headers("ack", **common), nic.headers("cnp", **common))
-            nics[name] = nic
+    def start_endpoints(self, specs: dict[str, dict], timeout_s: float,
+                        on_progress: Callable[[int], Any] | None = None) -> SimRunning:
+        """Every host's NIC core, started in the engine from the specs the live endpoints
+        read (``traffic.patterns.specs``); the clock advances as the caller waits."""
+        return SimRunning(self, specs, timeout_s, on_progress)
+
+    def wait_for(self, condition: Callable[[], bool], seconds: float,
+                 step: float = 0.05) -> bool:
+        """Run the clock until ``condition()`` holds, looking every ``step``, for at most
+        ``seconds`` of the lab's own (simulated) clock; whether it held."""
         engine = self.engine
-        t0 = engine.now
-        jitter = to_ps(START_JITTER_FABRIC_S * self.time_scale)
-        for name, nic in nics.items():
-            host = self.net.hosts[name]
-            host.nic, host.nic_iface = nic, specs[name]["iface"]
-            engine.at(engine.now_ps + self._rng.randrange(jitter + 1), self._start, host)
-        state = {"done": False}
-        poll_ps = to_ps(DONE_POLL_FABRIC_S * self.time_scale)
+        deadline = engine.now_ps + to_ps(seconds)
+        while not condition():
+            if engine.now_ps >= deadline:
+                return False
+            engine.run(min(deadline, engine.now_ps + to_ps(step)))
+        return True
 
-        def look() -> None:
-            state["done"] = all(n.complete for n in nics.values())
-            if on_progress is not None:
-                on_progress(sum(n.progress()["sent_bytes"] for n in nics.values()))
-            if not state["done"]:
-                engine.after(poll_ps, look)
+    def storm(self, host: str, priority: int, seconds: float) -> SimStorm:
+        """A PFC storm from ``host`` for ``seconds`` of simulated time (``traffic.storm``
+        live)."""
+        self._host(host)
+        return SimStorm(self, host, priority, seconds)
 
-        engine.after(poll_ps, look)
-        limit = engine.now_ps + to_ps(self.sim_s(timeout_s))
-        try:
-            engine.run(limit, stop=lambda: state["done"])
-        finally:
-            now = engine.now
-            done = {name: {"event": "done", **nic.results(t0, now, timed_out=not nic.complete),
-                           "kernel_rx_drops": 0, "tx_errors": 0}
-                    for name, nic in nics.items()}
-            for name in nics:
-                self.net.hosts[name].nic = None
-        return done, engine.now - t0
-
-    @staticmethod
-    def _start(host: SimHost) -> None:
-        host.nic.start(host.engine.now)
-        host.kick()
-
-    def _next_hop_mac(self, host: str, ip: str) -> str:
+    def next_hop_mac(self, host: str, ip: str) -> str:
         iface, gateway = self.route(host, ip)
         mac = self.neighbour(host, iface, gateway or ip)
         if mac is None:

@@ -36,6 +36,8 @@ class SimSwitch:
         self._tick_gen = 0
         self.trace: Trace | None = None
         self._trace_gen = 0
+        self._sampling = False  # a sample is scheduled
+        self._events = self._sampled_events = 0  # activity, and as of the last sample
 
     def start(self) -> None:
         self._arm_tick()
@@ -43,9 +45,11 @@ class SimSwitch:
     # --- the data path ----------------------------------------------------------------
 
     def arrive(self, port: str, frame: bytes) -> None:
-        engine = self.engine
-        self._send(self.switch.receive(port, frame, engine.now))
-        self._arm()
+        if self.trace is not None:
+            self._activity()
+        switch = self.switch
+        self._send(switch.receive(port, frame, self.engine.now))
+        self._arm(switch.take_touched())
         self._arm_tick()  # an XOFF starts its refresh timer
 
     def _send(self, out: list[tuple[str, bytes]]) -> None:
@@ -55,11 +59,11 @@ class SimSwitch:
             if wire is not None:  # a port with no cable: the frame leaves into nothing
                 wire.send(frame)
 
-    def _arm(self) -> None:
-        """A wake for every backlogged port at its next send time, unless one is armed
-        at or before it."""
+    def _arm(self, ports) -> None:
+        """A wake for each of ``ports`` that has frames queued, at its next send time,
+        unless one is armed at or before it."""
         switch, armed = self.switch, self._armed
-        for port in switch.backlogged():
+        for port in ports:
             at = switch.next_send_time(port)
             if at is None:
                 continue
@@ -75,13 +79,17 @@ class SimSwitch:
         if self._armed.get(port, (0, -1))[1] != gen:
             return  # superseded by an earlier wake
         del self._armed[port]
+        if self.trace is not None:
+            self._activity()
         now = self.engine.now
         wire = self.wires.get(port)
         while (frame := self.switch.dequeue(port, now)) is not None:
             if wire is not None:
                 wire.send(frame)
         self._send(self.switch.take_control())
-        self._arm()
+        touched = self.switch.take_touched()
+        touched.add(port)
+        self._arm(touched)
         self._arm_tick()
 
     def _arm_tick(self) -> None:
@@ -99,20 +107,25 @@ class SimSwitch:
         engine.at(when, self._tick, self._tick_gen)
 
     def _tick(self, gen: int) -> None:
+        """Timers; a watchdog or a pause expiring may move any port's schedule."""
         if gen != self._tick_gen:
             return  # superseded by an earlier tick
         self._tick_at = None
-        now = self.engine.now
-        self._send(self.switch.tick(now))
-        self._arm()
-        due = self.switch.next_timer()
+        if self.trace is not None:
+            self._activity()
+        switch, now = self.switch, self.engine.now
+        self._send(switch.tick(now))
+        switch.take_touched()
+        self._arm(switch.backlogged())
+        due = switch.next_timer()
         if due is not None and due <= now:  # would tick at this instant for ever
             raise RuntimeError(f"{self.name}: Switch.next_timer is {due} after a tick at {now}")
         self._arm_tick()
 
     def set_port_up(self, port: str, up: bool) -> None:
         self.switch.set_port_up(port, up)
-        self._arm()
+        self.switch.take_touched()
+        self._arm(self.switch.backlogged())
         self._arm_tick()
 
     def set_watchdog_profile(self, profile: str) -> None:
@@ -139,15 +152,32 @@ class SimSwitch:
         self.trace = Trace(self.switch, self.name, open(path, "wb", buffering=1 << 20),
                            str(path), interval_s, ports, self.engine.now)
         self._trace_gen += 1
+        self._sampling = True
         self._sample(self._trace_gen)
         return self.trace.header
 
     def _sample(self, gen: int) -> None:
+        """A trace sample on the interval's grid while the switch is busy. An idle switch
+        (no frame, dequeue or timer since the last sample) changes nothing worth a line, so
+        sampling pauses until its next event (``_activity``): a storm of seconds with a
+        frame every 168 us costs a sample per frame, not one per 0.67 us."""
         trace = self.trace
         if trace is None or gen != self._trace_gen:
             return
-        if trace.poll(self.engine.now):
+        busy = self._events != self._sampled_events
+        self._sampled_events = self._events
+        if trace.poll(self.engine.now) and busy:
             self.engine.at(to_ps(trace.next_at), self._sample, gen)
+        else:
+            self._sampling = False
+
+    def _activity(self) -> None:
+        """Something happened: a paused trace samples again from its next grid point."""
+        self._events += 1
+        if self.trace is not None and not self._sampling:
+            self._sampling = True
+            self.engine.at(max(self.engine.now_ps, to_ps(self.trace.next_at)), self._sample,
+                           self._trace_gen)
 
     def trace_stop(self) -> int:
         """Close the trace; the number of samples it wrote."""

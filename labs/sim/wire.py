@@ -22,6 +22,7 @@ class Wire:
     def __init__(self, engine: Engine, rate_bps: float, delay_ps: int,
                  deliver: Callable[[bytes], None]) -> None:
         self.engine = engine
+        self.rate_bps = rate_bps
         self.ps_per_byte = PS * 8 / rate_bps
         self.delay_ps = delay_ps
         self.deliver = deliver

@@ -318,17 +318,17 @@ def test_leaf1_config():
         pg3, pg0, pg1 = b.pg(port, 3), b.pg(port, 0), b.pg(port, 1)
         assert (pg3.profile, pg3.lossless, pg3.priorities) == (
             "pg_lossless_100000_40m_profile", True, (3,))
-        # xoff 48128 from the shared headroom pool, so size 66560 (xon 18432 + xoff) is reserved
+        # xoff 48128 comes from the shared headroom pool, so the PG's size is xon alone
         assert (pg3.headroom, pg3.xon, pg3.xon_offset) == (48_128, 18_432, 2496)
-        assert pg3.reserved == 66_560
+        assert pg3.reserved == 18_432
         assert pg3.threshold() == 12_766_208  # dynamic_th 0: alpha 1 x the free pool
         assert (pg0.profile, pg0.lossless, pg0.headroom) == ("ingress_lossy_profile", False, 0)
         assert pg0.threshold() == 8 * 12_766_208  # dynamic_th 3
         assert (pg1.profile, pg1.lossless) == (None, False)
     pg3 = b.pg("Ethernet8", 3)
-    results = fill(b, "Ethernet8", 3, 65 + 6234, 1024)  # reserved, then shared up to XOFF
+    results = fill(b, "Ethernet8", 3, 18 + 6234, 1024)  # reserved, then shared up to XOFF
     assert not any(a.xoff for a in results[:-1]) and results[-1].xoff
-    assert (pg3.reserved_used, pg3.shared) == (66_560, 6_383_616)  # half the pool + 512
+    assert (pg3.reserved_used, pg3.shared) == (18_432, 6_383_616)  # half the pool + 512
     headroom = fill(b, "Ethernet8", 3, 48, 1024)
     assert [a.verdict for a in headroom] == [ACCEPT_HEADROOM] * 47 + [DROP_HEADROOM_EXHAUSTED]
     assert pg3.headroom_used == 48_128 and pool.headroom_used == 48_128

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_CHECKS = '''
 import pytest
-from checks.report import record_evidence
+from checks.report import record_evidence, record_fidelity
 
 @pytest.fixture
 def broken():
@@ -48,6 +48,17 @@ def test_skipped():
 
 def test_setup_error(broken):
     pass
+
+def test_lost_fidelity_and_passed(request):
+    record_fidelity(request, {"ok": False, "problems": ["leaf1: p99 lateness 5.8 ms"]})
+
+def test_lost_fidelity_and_failed(request):
+    record_fidelity(request, {"ok": False, "problems": ["leaf1: 3 frames dropped"]})
+    assert False, "lossless class lost frames"
+
+def test_kept_fidelity_and_failed(request):
+    record_fidelity(request, {"ok": True, "problems": []})
+    assert False, "a real failure"
 '''
 
 
@@ -82,13 +93,21 @@ def test_prints_one_verdict_line_per_check_with_the_first_line_of_the_reason(fak
         "[FAIL] test_parametrized[h3]: h3 is not h1",
         "[SKIP] test_skipped: no host outside the domain",
         "[ERROR] test_setup_error: setup: RuntimeError: agent leaf9 is dead",
+        "[INCONCLUSIVE] test_lost_fidelity_and_passed: INCONCLUSIVE: the emulation lost "
+        "fidelity (leaf1: p99 lateness 5.8 ms); the check would have passed; rerun with "
+        "--runtime sim (virtual time) or a larger time scale S",
+        "[INCONCLUSIVE] test_lost_fidelity_and_failed: INCONCLUSIVE: the emulation lost "
+        "fidelity (leaf1: 3 frames dropped); the check would have failed: lossless class "
+        "lost frames; rerun with --runtime sim (virtual time) or a larger time scale S",
+        "[FAIL] test_kept_fidelity_and_failed: a real failure",
     ], proc.stdout
 
 
 def test_ends_with_a_count_line_and_fails_the_run(fake_run):
     proc, results = fake_run
     assert proc.returncode == 1
-    assert f"checks: 2 passed, 3 failed, 1 error, 1 skipped (results in {results})" \
+    assert f"checks: 2 passed, 4 failed, 1 error, 2 inconclusive, 1 skipped (results in " \
+           f"{results})" \
         in proc.stdout
     assert "\n.F" not in proc.stdout  # pytest's progress dots are replaced by the lines
 
@@ -99,7 +118,8 @@ def test_writes_a_summary_with_outcomes_reasons_and_evidence(fake_run):
     assert set(summary) >= {"lab", "runtime", "started", "duration", "counts", "checks",
                             "topology", "fingerprint"}
     assert summary["status"] == "complete" and summary["status_reason"] == ""
-    assert summary["counts"] == {"passed": 2, "failed": 3, "skipped": 1, "error": 1}
+    assert summary["counts"] == {"passed": 2, "failed": 4, "skipped": 1, "error": 1,
+                                 "inconclusive": 2}
     by_name = {c["name"]: c for c in summary["checks"]}
     assert by_name["test_parametrized[h3]"]["outcome"] == "failed"
     assert by_name["test_parametrized[h3]"]["reason"] == "h3 is not h1"
@@ -112,8 +132,11 @@ def test_writes_a_summary_with_outcomes_reasons_and_evidence(fake_run):
 
 def test_junit_xml_has_every_check(fake_run):
     _, results = fake_run
-    cases = ET.parse(results / "junit.xml").getroot().iter("testcase")
-    assert len(list(cases)) == 7
+    cases = {c.get("name"): c for c in ET.parse(results / "junit.xml").getroot().iter("testcase")}
+    assert len(cases) == 10
+    for name in ("test_lost_fidelity_and_passed", "test_lost_fidelity_and_failed"):
+        (skipped,) = cases[name].iter("skipped")  # no verdict: skipped, with the reason
+        assert skipped.get("message").startswith("INCONCLUSIVE: the emulation lost fidelity")
 
 
 def test_a_check_file_that_does_not_import_is_reported(tmp_path):

@@ -151,3 +151,16 @@ def test_variant_names_are_valid_distinct_and_never_the_labs_own():
     assert variant_name("lab", "nopfc") != variant_name("lab", "headroom")
     with pytest.raises(ValueError, match="variant suffix"):
         variant_name("lab", "no pfc")
+
+
+@pytest.mark.parametrize("pytest_code, counts, code", [
+    (0, {"passed": 3, "inconclusive": 0}, 0),
+    (0, {"passed": 2, "inconclusive": 1}, 3),  # no failure, but one check has no verdict
+    (1, {"failed": 1, "inconclusive": 1}, 1),  # a real failure wins
+    (0, None, 0),  # no summary: pytest's word
+])
+def test_inconclusive_runs_exit_3(tmp_path, pytest_code, counts, code):
+    from checks.run import verdict_code
+    if counts is not None:
+        (tmp_path / "summary.json").write_text(json.dumps({"counts": counts}))
+    assert verdict_code(pytest_code, tmp_path) == code

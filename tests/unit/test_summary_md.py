@@ -44,9 +44,18 @@ def test_title_names_lab_date_duration_and_time_scale(tmp_path):
 
 def test_verdict_counts_failures_and_errors(tmp_path):
     text = write(tmp_path, SUMMARY)
-    assert "**1 failed, 1 could not run (error)** of 4 checks (1 passed, 1 skipped)." in text
+    assert "**1 failed, 1 could not run (error)** of 4 checks (1 passed, 0 inconclusive, " \
+           "1 skipped)." in text
     passed = {**SUMMARY, "checks": SUMMARY["checks"][:1]}
     assert "**All 1 checks passed.**" in write(tmp_path, passed)
+
+
+def test_verdict_says_inconclusive_and_how_to_get_one(tmp_path):
+    lost = {"name": "test_lossless_incast", "outcome": "inconclusive",
+            "reason": "INCONCLUSIVE: the emulation lost fidelity (...)", "duration": 3.0}
+    text = write(tmp_path, {**SUMMARY, "checks": SUMMARY["checks"][:1] + [lost]})
+    assert "**1 of 2 checks inconclusive**" in text and "`--runtime sim`" in text
+    assert "| ❔ INCONCLUSIVE | test_lossless_incast |" in text
 
 
 def test_table_has_a_row_per_check_with_its_reason(tmp_path):

@@ -1,0 +1,144 @@
+"""The virtual-time runtime's benchmarks (``invoke bench --only sim``).
+
+- engine speed: the default lab's lossless incast (the check's own sizing, DCQCN off) in
+  simulation, in frame-hops per second (a frame crossing one wire) and events per second,
+  with a profile of where the time goes;
+- the default lab's whole check suite simulated against the same suite live, wall time,
+  in the same run (target: at most a fifth);
+- fabric scale, each in a child process so its peak memory is its own: 256 hosts at 400G,
+  all-to-all of 64 KiB per pair (target: under 10 minutes and 4 GiB); 1024 hosts, ring
+  all-reduce of 1 MiB per host (reported);
+- the largest all-to-all fabric of the same shape that fits in 10 minutes, extrapolated
+  from the 256-host run's frame-hops per second (an all-to-all's frames grow as N^2).
+"""
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import pstats
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_LAB = ROOT / "topologies" / "roce-v2-leafspine" / "roce-v2-leafspine.clab.yml"
+WALL_BUDGET_S = 600.0
+
+
+def _lab(path: Path):
+    from labs import lab as labs
+    return labs.simulated(str(path))
+
+
+def frame_hops(lab) -> int:
+    return sum(w.frames for w in lab.net.wires.values())
+
+
+def engine_speed() -> dict:
+    """The lossless incast of the checks, simulated; frame-hops/s and a profile."""
+    from checks import congestion as cg
+    from traffic import patterns
+    lab = _lab(DEFAULT_LAB)
+    incast = cg.incast_of(lab)
+    mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+    size = incast.message_size(4, 2, mtu)
+    flows = patterns.incast(incast.receiver, list(incast.senders), size, 2, 4)
+    hops0, events0 = frame_hops(lab), lab.engine.events
+    profile = cProfile.Profile()
+    start = time.perf_counter()
+    profile.enable()
+    result = patterns.run(lab, flows, pattern="incast", timeout_s=90,
+                          nic={"*": {"dcqcn": {"enabled": False}}})
+    profile.disable()
+    wall = time.perf_counter() - start
+    hops, events = frame_hops(lab) - hops0, lab.engine.events - events0
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
+    # the profiler slows every call alike; rates come from an unprofiled repeat
+    lab = _lab(DEFAULT_LAB)
+    cg.incast_of(lab)
+    hops0, start = frame_hops(lab), time.perf_counter()
+    patterns.run(lab, flows, pattern="incast", timeout_s=90,
+                 nic={"*": {"dcqcn": {"enabled": False}}})
+    wall = time.perf_counter() - start
+    hops = frame_hops(lab) - hops0
+    return {"complete": result["complete"], "simulated_s": result["elapsed_s"],
+            "wall_s": wall, "frame_hops": hops, "frame_hops_per_s": hops / wall,
+            "events": events, "slowdown": wall / result["elapsed_s"],
+            "profile_top": [line for line in text.getvalue().splitlines()
+                            if "(" in line and "{" not in line][:12]}
+
+
+def suite() -> dict:
+    """The default lab's checks simulated and live, wall time, in this run."""
+    from checks import run as checks
+    out = {}
+    for runtime in ("sim", "netns"):
+        start = time.perf_counter()
+        code, folder = checks.run(str(DEFAULT_LAB), runtime=runtime, say=lambda _: None)
+        counts = json.loads((folder / "summary.json").read_text())["counts"]
+        out[runtime] = {"wall_s": time.perf_counter() - start, "exit": code,
+                        "counts": counts, "results": str(folder)}
+    out["ratio"] = out["sim"]["wall_s"] / out["netns"]["wall_s"]
+    return out
+
+
+def scale(pattern: str, lab: str, size: int, timeout_s: float = 3600) -> dict:
+    """One pattern on a large lab in a child process: wall time, peak memory, rates."""
+    proc = subprocess.run([sys.executable, "-m", "bench.sim", pattern, lab, str(size)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_pattern(pattern: str, lab_name: str, size: int) -> dict:
+    """The child's work: build the lab, run the pattern, say what it cost."""
+    from traffic import patterns
+    start = time.perf_counter()
+    lab = _lab(ROOT / "topologies" / lab_name / f"{lab_name}.clab.yml")
+    hosts = sorted(h.name for h in lab.topology.hosts)
+    built = time.perf_counter() - start
+    flows = (patterns.alltoall(hosts, size, 1, 1) if pattern == "alltoall"
+             else patterns.ring_allreduce(hosts, size))
+    result = patterns.run(lab, flows, pattern=pattern, timeout_s=3600)
+    wall = time.perf_counter() - start
+    hops = frame_hops(lab)
+    return {"lab": lab_name, "pattern": pattern, "hosts": len(hosts),
+            "switches": len(lab.topology.switches), "flows": len(flows), "size": size,
+            "complete": result["complete"], "simulated_s": result["elapsed_s"],
+            "build_s": built, "wall_s": wall, "frame_hops": hops,
+            "frame_hops_per_s": hops / (wall - built), "events": lab.engine.events,
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def largest_alltoall(run: dict) -> int:
+    """Hosts of the same fabric shape whose 64 KiB all-to-all fits WALL_BUDGET_S, from a
+    measured run: frame-hops grow as N(N-1), the rate is taken as it was."""
+    per_pair = run["frame_hops"] / (run["hosts"] * (run["hosts"] - 1))
+    budget = run["frame_hops_per_s"] * (WALL_BUDGET_S - run["build_s"])
+    n = run["hosts"]
+    while (n + 1) * n * per_pair <= budget:
+        n += 1
+    while n > 2 and n * (n - 1) * per_pair > budget:
+        n -= 1
+    return n
+
+
+def measure(live: bool = True) -> dict:
+    out = {"engine": engine_speed()}
+    a2a = scale("alltoall", "sizing-256", 64 * 1024)
+    out["alltoall_256"] = a2a
+    if "frame_hops" in a2a:
+        out["largest_alltoall_in_10_min"] = largest_alltoall(a2a)
+    out["allreduce_1024"] = scale("allreduce", "sizing-1024", 1 << 20)
+    if live:
+        out["suite"] = suite()
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(run_pattern(sys.argv[1], sys.argv[2], int(sys.argv[3]))))

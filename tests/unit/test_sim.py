@@ -1,0 +1,116 @@
+"""The virtual-time runtime: engine ordering, wires, hosts' exec lines, the switch model
+driven in simulated time, determinism, and what it refuses. No root: it is one process."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labs import lab as labs
+from labs import topology
+from labs.runtimes import sim
+from labs.runtimes.netns import LabError
+from labs.sim.engine import PS, Engine, to_ps
+from labs.sim.host import SimError, host_config
+from labs.sim.wire import Wire, cable_delay_ps
+from tests.conftest import TOPOLOGIES
+from traffic import patterns
+
+DEFAULT = TOPOLOGIES / "roce-v2-leafspine" / "roce-v2-leafspine.clab.yml"
+
+
+def test_events_run_in_time_order_and_ties_in_scheduling_order():
+    engine, seen = Engine(), []
+    for when, tag in ((30, "c"), (10, "a"), (30, "d"), (20, "b")):
+        engine.at(when, seen.append, tag)
+    engine.run(25)
+    assert seen == ["a", "b"] and engine.now_ps == 25
+    engine.run(100)
+    assert seen == ["a", "b", "c", "d"]
+
+
+def test_a_deadline_in_ps_is_never_before_the_float_it_came_from():
+    for seconds in (6.823844600000001e-05, 1e-9 / 3, 0.1 + 0.2, 123.456789e-6):
+        assert to_ps(seconds) / PS >= seconds
+        assert to_ps(seconds) - seconds * PS < 2
+
+
+def test_a_wire_serialises_at_its_rate_and_delivers_after_the_cable():
+    engine, got = Engine(), []
+    wire = Wire(engine, 100e9, cable_delay_ps(40, 1.0), lambda f: got.append((engine.now_ps, f)))
+    wire.send(bytes(1000))  # 80 ns at 100G
+    wire.send(bytes(500))  # waits for the first: starts at 80 ns
+    engine.run(10**9)
+    assert cable_delay_ps(40, 1.0) == 200_000  # 40 m x 5 ns
+    assert [t for t, _ in got] == [80_000 + 200_000, 120_000 + 200_000]
+
+
+def test_host_exec_lines_the_simulator_models_and_one_it_refuses():
+    config = host_config("h1", ("ip addr add 10.1.1.11/24 dev eth1",
+                                "ip route replace default via 10.1.1.1",
+                                "ip link set eth1 up"), ["eth1"])
+    assert str(config.addresses["eth1"]) == "10.1.1.11/24" and str(config.gateway) == "10.1.1.1"
+    with pytest.raises(SimError, match=r"node h1: exec\[1\] 'sysctl -w x=1': not modelled"):
+        host_config("h1", ("sysctl -w x=1",), ["eth1"])
+    with pytest.raises(SimError, match="IPv6"):
+        host_config("h1", ("ip addr add 2001:db8::1/64 dev eth1",), ["eth1"])
+
+
+def test_a_lab_the_simulator_cannot_model_is_one_line_naming_the_file(lab_copy):
+    def edit(doc):
+        doc["topology"]["nodes"]["h1"]["exec"].append("tc qdisc add dev eth1 root fq")
+    clab = lab_copy(edit=edit)
+    with pytest.raises(LabError) as e:
+        labs.simulated(str(clab))
+    assert str(e.value).startswith(f"{clab}: node h1: exec[3]") and "\n" not in str(e.value)
+
+
+def test_unknown_runtime_and_lab_up_of_the_sim_say_where_to_go():
+    with pytest.raises(LabError, match="unknown runtime 'kvm'"):
+        labs.runtime_for("kvm")
+    with pytest.raises(LabError, match="--runtime sim"):
+        labs.runtime_for("sim")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    return labs.simulated(str(DEFAULT))
+
+
+def test_pings_cross_the_simulated_fabric_with_the_live_hop_counts(lab):
+    pings = {(p.src, p.dst): p for p in lab.ping_all()}
+    assert len(pings) == 12 and all(p.ok for p in pings.values())
+    assert pings["h1", "h2"].hops == 0 and pings["h1", "h3"].hops == 3  # bridged / L-S-L
+    addrs = lab.host_addresses()
+    hops = lab.trace("h1", addrs["h3"])
+    assert hops[0] == lab.default_gateway("h1") and hops[-1] == addrs["h3"] and len(hops) == 4
+
+
+def incast_result(seed: int, time_scale: float = 1.0) -> dict:
+    lab = sim.up(topology.load(str(DEFAULT)), time_scale, seed)
+    flows = patterns.incast("h1", ["h2", "h3", "h4"], 256 * 1024, 1, 2)
+    return patterns.run(lab, flows, pattern="incast", timeout_s=30,
+                        nic={"*": {"dcqcn": {"enabled": False}}})
+
+
+def test_same_lab_and_seed_give_byte_identical_results():
+    first, again = incast_result(7), incast_result(7)
+    assert first["complete"]
+    assert json.dumps(first, sort_keys=True) == json.dumps(again, sort_keys=True)
+    other = incast_result(8)  # another seed: other start jitter and ECMP salts
+    assert json.dumps(other, sort_keys=True) != json.dumps(first, sort_keys=True)
+
+
+def test_an_incast_at_real_line_rate_fills_the_bottleneck_without_loss():
+    result = incast_result(0)
+    flows = result["flows"]
+    assert result["complete"] and not any(f["retransmitted"] for f in flows)
+    total = sum(f["delivered_bytes"] for f in flows) * 8 / result["elapsed_s"]
+    assert 80e9 < total <= 100e9  # one 100G port toward h1 carries all of it
+
+
+def test_time_scale_stretches_times_and_keeps_bytes():
+    fast, slow = incast_result(0, 1.0), incast_result(0, 1000.0)
+    assert slow["elapsed_s"] == pytest.approx(fast["elapsed_s"] * 1000, rel=0.02)
+    assert sum(f["delivered_bytes"] for f in slow["flows"]) == \
+        sum(f["delivered_bytes"] for f in fast["flows"])
