@@ -353,7 +353,13 @@ class Lab:
     def neighbour(self, host: str, iface: str, ip: str) -> str | None:
         """The MAC ``host`` has for ``ip``; one ping to make its kernel resolve it first."""
         def lladdr() -> str | None:
-            entries = self._ip_json(host, ["neigh", "show", "to", ip, "dev", iface])
+            # no entry yet is an empty list, not an error (_ip_json would raise on it)
+            proc = self.exec(host, ["ip", "-j", "neigh", "show", "to", ip, "dev", iface],
+                             timeout=10)
+            if proc.returncode != 0:
+                raise LabError(f"{host}: ip neigh show to {ip} dev {iface}: "
+                               f"{proc.stderr.strip()}")
+            entries = json.loads(proc.stdout or "[]")
             return next((e["lladdr"] for e in entries if "lladdr" in e), None)
         mac = lladdr()
         if mac is None:
