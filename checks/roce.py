@@ -10,7 +10,7 @@ import json
 import struct
 import time
 from dataclasses import dataclass
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Interface, IPv6Interface
 
 
 from fabric.config import SwitchConfig, port_name
@@ -52,12 +52,20 @@ def network(frame: bytes) -> tuple[int, bytes]:
 
 def invariant(frame: bytes) -> bytes:
     """The parts of a RoCE packet a switch must not change: for v1 the whole GRH + BTH +
-    payload + ICRC; for v2 everything but the IPv4 TTL and header checksum (DSCP and ECN
-    included: with no congestion nothing may mark CE)."""
+    payload + ICRC; for v2 everything but the IPv4 TTL and header checksum, or the IPv6
+    hop limit (DSCP and ECN included: with no congestion nothing may mark CE)."""
     etype, packet = network(frame)
-    if etype != ETH_P_IPV4:
-        return packet
-    return packet[:8] + packet[9:10] + packet[12:]
+    if etype == ETH_P_IPV4:
+        return packet[:8] + packet[9:10] + packet[12:]
+    if etype == ETH_P_IPV6:
+        return packet[:7] + packet[8:]
+    return packet
+
+
+def hop_limit(frame: bytes) -> int:
+    """The IPv4 TTL or the IPv6 (or GRH) hop limit of a frame's network packet."""
+    etype, packet = network(frame)
+    return packet[8] if etype == ETH_P_IPV4 else packet[7]
 
 
 def is_ip(frame: bytes) -> bool:
@@ -301,5 +309,6 @@ def delta(before: dict, after: dict) -> dict:
 # --------------------------------------------------------------------------- hosts
 
 
-def same_subnet(a: list[IPv4Interface], b: list[IPv4Interface]) -> bool:
+def same_subnet(a: list[IPv4Interface | IPv6Interface],
+                b: list[IPv4Interface | IPv6Interface]) -> bool:
     return any(x.network == y.network for x in a for y in b)

@@ -183,7 +183,7 @@ def test_v2_is_routed_ttl_down_one_per_router(lab, domains, evidence, sender):
     for dst in sorted(h.name for h in lab.topology.hosts if h.name != sender):
         run = send(lab, evidence, sender, dst, "v2", dscp=LOSSLESS_DSCP)
         arrived = assert_intact(run, "v2", sender, dst)
-        sent_ttl = roce.network(run.result.sent[0])[1][8]
+        sent_ttl = roce.hop_limit(run.result.sent[0])
         local = roce.same_subnet(addrs[sender], addrs[dst])
         for i, journey in run.result.journeys().items():
             routers = roce.routed_by(lab.topology, journey)

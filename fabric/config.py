@@ -13,7 +13,10 @@ import string
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from ipaddress import (
+    IPv4Address, IPv4Interface, IPv4Network, IPv6Address, IPv6Interface, IPv6Network,
+    ip_address, ip_interface,
+)
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -23,6 +26,9 @@ from fabric.userinput import MAX_INT_DIGITS, MAX_KEY_SHOWN, JsonError, brief, sh
 from fabric.userinput import decode_json
 
 TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
+IPInterface = IPv4Interface | IPv6Interface  # an interface address of either family
+IPNetwork = IPv4Network | IPv6Network
+IPAddress = IPv4Address | IPv6Address
 
 # Where a switch takes the WRED/ECN decision on an egress queue: when the frame leaves it
 # (``dequeue``: the DCQCN and HPCC reference simulators and the parameters published with
@@ -58,13 +64,13 @@ class Vlan:
     name: str  # Vlan100
     vid: int
     members: dict[str, TaggingMode] = field(default_factory=dict)  # port -> mode
-    addresses: tuple[IPv4Interface, ...] = ()  # VLAN_INTERFACE (SVI) addresses
+    addresses: tuple[IPInterface, ...] = ()  # VLAN_INTERFACE (SVI) addresses
 
 
 @dataclass(frozen=True)
 class StaticRoute:
-    prefix: IPv4Network
-    nexthops: tuple[IPv4Address, ...] = ()
+    prefix: IPNetwork  # its family is every next hop's family
+    nexthops: tuple[IPAddress, ...] = ()
     ifnames: tuple[str, ...] = ()  # parallel to nexthops when given
     distance: int = 1
     blackhole: bool = False
@@ -179,8 +185,8 @@ class SwitchConfig:
     buffer_model: str = "traditional"
     ports: dict[str, Port] = field(default_factory=dict)
     vlans: dict[str, Vlan] = field(default_factory=dict)
-    interfaces: dict[str, tuple[IPv4Interface, ...]] = field(default_factory=dict)  # routed ports
-    loopbacks: dict[str, tuple[IPv4Interface, ...]] = field(default_factory=dict)
+    interfaces: dict[str, tuple[IPInterface, ...]] = field(default_factory=dict)  # routed ports
+    loopbacks: dict[str, tuple[IPInterface, ...]] = field(default_factory=dict)
     static_routes: tuple[StaticRoute, ...] = ()
     qos: Qos = field(default_factory=Qos)
 
@@ -252,7 +258,6 @@ _IGNORED_TABLES = frozenset({
     "NTP_SERVER", "SYSLOG_SERVER", "DNS_NAMESERVER", "FLEX_COUNTER_TABLE", "CRM", "VERSIONS",
     "SNMP", "SNMP_COMMUNITY", "KDUMP", "AUTO_TECHSUPPORT",
 })
-_NO_IPV6 = "IPv6 is not supported by the emulated switch yet"
 
 
 def _reject_unknown_tables(data: dict[str, Any], path: str) -> None:
@@ -365,30 +370,29 @@ def _priorities(value: object) -> frozenset[int]:
     return frozenset(_Between(0, 7)(item) for item in items)
 
 
-def _ipv4_address(text: str) -> IPv4Address:
-    if ":" in text:
-        raise _Invalid(_NO_IPV6)
+def _ip_address(text: str) -> IPAddress:
+    """A next hop of either family; the route's prefix decides which one it must be."""
     try:
-        return IPv4Address(text)
+        return ip_address(text)
     except ValueError:
-        raise _Invalid(f"{brief(text)} is not an IPv4 address") from None
+        raise _Invalid(f"{brief(text)} is not an IPv4 or IPv6 address") from None
 
 
-def _ipv4_interface(text: str) -> IPv4Interface:
-    """An address with its prefix length, as in ``INTERFACE|Ethernet0|10.0.0.1/31``."""
-    if ":" in text:
-        raise _Invalid(_NO_IPV6)
+def _ip_interface(text: str) -> IPInterface:
+    """An address with its prefix length, as in ``INTERFACE|Ethernet0|10.0.0.1/31`` or
+    ``INTERFACE|Ethernet0|fc00::1/126``."""
     if "/" not in text:
-        raise _Invalid(f"{brief(text)} needs a prefix length (a.b.c.d/len)")
+        raise _Invalid(f"{brief(text)} needs a prefix length (a.b.c.d/len or x:y::z/len)")
     try:
-        return IPv4Interface(text)
+        return ip_interface(text)
     except ValueError:
-        raise _Invalid(f"{brief(text)} is not an IPv4 address with a prefix length") from None
+        raise _Invalid(f"{brief(text)} is not an IPv4 or IPv6 address with a prefix length") \
+            from None
 
 
-def _ipv4_network(text: str) -> IPv4Network:
+def _ip_network(text: str) -> IPNetwork:
     """A route prefix; host bits set usually means a typo, so say which network was meant."""
-    interface = _ipv4_interface(text)
+    interface = _ip_interface(text)
     if interface.ip != interface.network.network_address:
         raise _Invalid(f"{text} has host bits set (did you mean {interface.network}?)")
     return interface.network
@@ -399,7 +403,7 @@ _OptionalBytes = Annotated[int | None, _Between(0)]
 _Flag = Annotated[bool, BeforeValidator(_flag)]
 _Priorities = Annotated[frozenset[int], BeforeValidator(_priorities)]
 _Nexthops = Annotated[
-    tuple[IPv4Address, ...], BeforeValidator(lambda v: [_ipv4_address(a) for a in _comma_list(v)])
+    tuple[IPAddress, ...], BeforeValidator(lambda v: [_ip_address(a) for a in _comma_list(v)])
 ]
 _Names = Annotated[tuple[str, ...], BeforeValidator(_comma_list)]
 _EcnMode = Literal["ecn_none", "ecn_green", "ecn_yellow", "ecn_red", "ecn_green_yellow",
@@ -600,10 +604,10 @@ class _Draft:
 
     meta: _DeviceMetadata | None = None
     ports: dict[str, Port] = field(default_factory=dict)
-    interfaces: dict[str, tuple[IPv4Interface, ...]] = field(default_factory=dict)
-    loopbacks: dict[str, tuple[IPv4Interface, ...]] = field(default_factory=dict)
+    interfaces: dict[str, tuple[IPInterface, ...]] = field(default_factory=dict)
+    loopbacks: dict[str, tuple[IPInterface, ...]] = field(default_factory=dict)
     vlans: dict[str, Vlan] = field(default_factory=dict)
-    routes: dict[IPv4Network, StaticRoute] = field(default_factory=dict)
+    routes: dict[IPNetwork, StaticRoute] = field(default_factory=dict)
     qos: Qos = field(default_factory=Qos)  # its dicts are filled in place
 
     def finish(self, path: str) -> SwitchConfig:
@@ -658,10 +662,11 @@ def _is_named(name: str, prefix: str) -> bool:
     )
 
 
-def _name_and_address(key: str) -> tuple[str, IPv4Interface | None]:
-    """``Ethernet0`` (L3 on) or ``Ethernet0|10.0.0.1/31`` (an address on it)."""
+def _name_and_address(key: str) -> tuple[str, IPInterface | None]:
+    """``Ethernet0`` (L3 on) or ``Ethernet0|10.0.0.1/31`` / ``Ethernet0|fc00::1/126`` (an
+    address on it)."""
     name, separator, address = key.partition("|")
-    return name, _ipv4_interface(address) if separator else None
+    return name, _ip_interface(address) if separator else None
 
 
 def _port_indices(draft: _Draft, key: str) -> list[tuple[str, int]]:
@@ -687,7 +692,7 @@ def _assign(target: dict[tuple[str, int], Any], keys: list[tuple[str, int]], val
 
 
 def _with_address(
-    addresses: dict[str, tuple[IPv4Interface, ...]], name: str, address: IPv4Interface | None
+    addresses: dict[str, tuple[IPInterface, ...]], name: str, address: IPInterface | None
 ) -> None:
     addresses[name] = addresses.get(name, ()) + ((address,) if address else ())
 
@@ -763,10 +768,14 @@ def _static_route(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
     vrf, _, prefix_text = key.rpartition("|")
     if vrf not in ("", "default"):
         raise _Invalid(f"VRF {brief(vrf)} is not supported (only the default VRF)")
-    prefix = _ipv4_network(prefix_text)
+    prefix = _ip_network(prefix_text)
     if prefix in draft.routes:
         raise _Invalid(f"route {prefix} is already given by another entry")
     entry = _validate(_StaticRouteFields, fields)
+    for hop in entry.nexthop:
+        if hop.version != prefix.version:
+            raise _Invalid(f"{hop} is IPv{hop.version}, the prefix {prefix} IPv{prefix.version}",
+                           "nexthop")
     if not entry.nexthop and not entry.blackhole:
         raise _Invalid('needs a nexthop (or blackhole "true")')
     if entry.nexthop and entry.blackhole:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Interface, IPv6Interface, ip_interface
 from pathlib import Path
 
 from pyroute2 import netns
@@ -38,7 +38,10 @@ RUNTIMES: dict[str, type[NetnsRuntime | ContainerlabRuntime]] = {
     "netns": NetnsRuntime, "containerlab": ContainerlabRuntime}
 HOST_TTL = 64  # Linux's default initial TTL: hops = HOST_TTL - reply TTL
 TTL_RE = re.compile(r"ttl=(\d+)")
-TIME_EXCEEDED_RE = re.compile(r"From (\S+) icmp_seq=\d+ Time to live exceeded")
+TIME_EXCEEDED_RE = re.compile(
+    r"From (\S+) icmp_seq=\d+ Time (?:to live exceeded|exceeded: Hop limit)")
+ADDRESS_FAMILIES = (socket.AF_INET, socket.AF_INET6)  # a host's address: IPv4 first
+RT_SCOPE_UNIVERSE = 0  # a global address (not link-local fe80::, not host ::1)
 
 
 @dataclass
@@ -347,25 +350,27 @@ class Lab:
             for frame in frames:
                 sock.send(frame)
 
-    def host_interfaces(self) -> dict[str, list[IPv4Interface]]:
-        """Each host's IPv4 addresses with their prefixes, on its wired interfaces."""
-        out: dict[str, list[IPv4Interface]] = {}
+    def host_interfaces(self) -> dict[str, list[IPv4Interface | IPv6Interface]]:
+        """Each host's IPv4 and global IPv6 addresses with their prefixes, on its wired
+        interfaces."""
+        out: dict[str, list[IPv4Interface | IPv6Interface]] = {}
         for host in self.topology.hosts:
             wired = set(self.topology.interfaces(host.name))
             with open_namespace(self.state.namespaces[host.name]) as ipr:
                 names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ipr.get_links()}
                 out[host.name] = [
-                    IPv4Interface(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}")
-                    for a in ipr.get_addr(family=socket.AF_INET)
-                    if names.get(a["index"]) in wired]
+                    ip_interface(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}")
+                    for family in ADDRESS_FAMILIES for a in ipr.get_addr(family=family)
+                    if names.get(a["index"]) in wired and a["scope"] == RT_SCOPE_UNIVERSE]
         return out
 
     def default_gateway(self, host: str) -> str | None:
-        """The host's IPv4 default gateway, from its kernel."""
+        """The host's default gateway, from its kernel: the IPv4 one, else the IPv6 one."""
         with open_namespace(self.state.namespaces[host]) as ipr:
-            for route in ipr.get_routes(family=socket.AF_INET):
-                if route["dst_len"] == 0 and route.get_attr("RTA_GATEWAY"):
-                    return route.get_attr("RTA_GATEWAY")
+            for family in ADDRESS_FAMILIES:
+                for route in ipr.get_routes(family=family):
+                    if route["dst_len"] == 0 and route.get_attr("RTA_GATEWAY"):
+                        return route.get_attr("RTA_GATEWAY")
         return None
 
     def route(self, host: str, dst_ip: str) -> tuple[str, str | None]:
@@ -378,12 +383,18 @@ class Lab:
 
     def host_iface(self, host: str, ip: str) -> str:
         """The interface of ``host`` that holds address ``ip``."""
-        return self._ip_json(host, ["-4", "addr", "show", "to", ip])[0]["ifname"]
+        return self._ip_json(host, ["addr", "show", "to", ip])[0]["ifname"]
 
     def neighbour(self, host: str, iface: str, ip: str) -> str | None:
         """The MAC ``host`` has for ``ip``; one ping to make its kernel resolve it first."""
         def lladdr() -> str | None:
-            entries = self._ip_json(host, ["neigh", "show", "to", ip, "dev", iface])
+            # no entry yet is an empty list, not an error (_ip_json would raise on it)
+            proc = self.exec(host, ["ip", "-j", "neigh", "show", "to", ip, "dev", iface],
+                             timeout=10)
+            if proc.returncode != 0:
+                raise LabError(f"{host}: ip neigh show to {ip} dev {iface}: "
+                               f"{proc.stderr.strip()}")
+            entries = json.loads(proc.stdout or "[]")
             return next((e["lladdr"] for e in entries if "lladdr" in e), None)
         mac = lladdr()
         if mac is None:
@@ -453,8 +464,9 @@ class Lab:
             return {}
 
     def host_addresses(self) -> dict[str, str]:
-        """Each host's first IPv4 address on a wired interface, read from its kernel
-        (hosts without one are left out; a host whose namespace is gone is an error)."""
+        """Each host's first IPv4 address on a wired interface, else its first global IPv6
+        one, read from its kernel (hosts without one are left out; a host whose namespace
+        is gone is an error)."""
         out = {}
         for host in self.topology.hosts:
             if (addr := self.host_address(host.name)) is not None:
@@ -467,9 +479,11 @@ class Lab:
         try:
             with open_namespace(ns) as ipr:
                 names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ipr.get_links()}
-                for addr in ipr.get_addr(family=socket.AF_INET):
-                    if names.get(addr["index"]) in wired:
-                        return addr.get_attr("IFA_ADDRESS")
+                for family in ADDRESS_FAMILIES:
+                    for addr in ipr.get_addr(family=family):
+                        if names.get(addr["index"]) in wired \
+                                and addr["scope"] == RT_SCOPE_UNIVERSE:
+                            return addr.get_attr("IFA_ADDRESS")
         except LabError as e:
             raise LabError(f"host {host}: {e} (invoke lab.status {self.name})") from None
         return None
@@ -494,7 +508,7 @@ class Lab:
                 problems[host] = str(e)
                 continue
             if addr is None:
-                problems[host] = f"host {host} has no IPv4 address on a wired interface"
+                problems[host] = f"host {host} has no IP address on a wired interface"
             else:
                 addrs[host] = addr
 

@@ -140,7 +140,7 @@ def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
     for name in sorted({f.src for f in flows} | {f.dst for f in flows}):
         node = hosts[name]
         if name not in addresses:
-            raise PatternError(f"host {name} has no IPv4 address on a lab link")
+            raise PatternError(f"host {name} has no IP address on a lab link")
         out[name] = {"iface": lab.topology.interfaces(name)[0], "time_scale": lab.node_time_scale(name),
                      "speed_mbps": host_speed_mbps(lab, name), "timeout_s": timeout_s,
                      "nic": nic_settings(node, nic).model_dump(),

@@ -209,8 +209,9 @@ def probe(lab: Lab, src: str, dst: str, kind: Kind, *, count: int = 3,
     """Send ``count`` probe frames from host ``src`` toward host ``dst`` and capture them
     on every wire of the lab until the fabric is quiet.
 
-    - ``v2``: RoCEv2 RC SEND_ONLY over IPv4 to the next hop's MAC (``dst`` on the same
-      subnet, else the gateway), UDP source port ``sport`` or a new one per frame (ECMP);
+    - ``v2``: RoCEv2 RC SEND_ONLY over IPv4, or IPv6 for hosts with only IPv6 addresses
+      (``lab.host_addresses``), to the next hop's MAC (``dst`` on the same subnet, else
+      the gateway), UDP source port ``sport`` or a new one per frame (ECMP);
     - ``v1``: RoCEv1 SEND_ONLY (GRH, GIDs from the MACs) to ``dst``'s MAC, or to the
       gateway's when ``dst`` is off-subnet, which is where a host would send it;
     - ``pfc``: a PFC frame pausing priority ``pcp`` out of the interface toward ``dst``.
@@ -265,7 +266,7 @@ def _resolve(lab: Lab, src: str, dst: str, *, need_next_hop: bool) -> _Path:
     addrs = lab.host_addresses()
     for host in (src, dst):
         if host not in addrs:
-            raise ProbeError(f"{host} has no IPv4 address on a wired interface")
+            raise ProbeError(f"{host} has no IP address on a wired interface")
     iface, gateway = lab.route(src, addrs[dst])
     dst_host_mac = lab.mac(dst, lab.host_iface(dst, addrs[dst]))
     next_hop = gateway or addrs[dst]
@@ -273,7 +274,8 @@ def _resolve(lab: Lab, src: str, dst: str, *, need_next_hop: bool) -> _Path:
     if need_next_hop:
         next_hop_mac = lab.neighbour(src, iface, next_hop) or ""
         if not next_hop_mac:
-            raise ProbeError(f"{src} cannot resolve {next_hop}'s MAC on {iface} (no ARP reply)")
+            raise ProbeError(f"{src} cannot resolve {next_hop}'s MAC on {iface} "
+                             "(no ARP or neighbour discovery reply)")
     return _Path(iface, lab.mac(src, iface), addrs[src], addrs[dst], dst_host_mac, next_hop_mac)
 
 

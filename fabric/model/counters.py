@@ -45,7 +45,7 @@ VLAN_NOT_MEMBER = "vlan_not_member"  # VID not configured on the port (or tag on
 SAME_PORT = "same_port"  # known unicast whose destination is on the ingress port
 NO_EGRESS = "no_egress"  # flood with no other up member in the VLAN
 NOT_ROUTER_MAC = "not_router_mac"  # routed port: neither router MAC nor broadcast ARP
-NON_IP_TO_ROUTER = "non_ip_to_router"  # router MAC but not IPv4/ARP (RoCEv1, IPv6, ...)
+NON_IP_TO_ROUTER = "non_ip_to_router"  # router MAC but not IPv4/ARP/IPv6 (RoCEv1, ...)
 ARP_NOT_FOR_US = "arp_not_for_us"  # ARP on a routed port for someone else's address
 IP_HEADER_ERROR = "ip_header_error"  # bad version, header or total length
 TO_ROUTER_UNSUPPORTED = "to_router_unsupported"  # to our address, but not an echo request
@@ -55,12 +55,15 @@ BLACKHOLE = "blackhole"
 MTU_EXCEEDED = "mtu_exceeded"  # larger than the egress port's MTU (no fragmentation)
 ARP_UNRESOLVED = "arp_unresolved"  # next hop did not answer 3 ARP requests
 ARP_QUEUE_FULL = "arp_queue_full"  # 16 packets already waiting for that next hop
+NDP_NOT_FOR_US = "ndp_not_for_us"  # IPv6 NS/NA/multicast to the router not about its addresses
+NDP_UNRESOLVED = "ndp_unresolved"  # IPv6 next hop did not answer 3 neighbour solicitations
+NDP_QUEUE_FULL = "ndp_queue_full"  # 16 IPv6 packets already waiting for that next hop
 
 DROP_REASONS = (
     PORT_UNCONFIGURED, PORT_DOWN, MALFORMED, MAC_CONTROL, VLAN_NOT_MEMBER, SAME_PORT,
     NO_EGRESS, NOT_ROUTER_MAC, NON_IP_TO_ROUTER, ARP_NOT_FOR_US, IP_HEADER_ERROR,
     TO_ROUTER_UNSUPPORTED, TTL_EXPIRED, NO_ROUTE, BLACKHOLE, MTU_EXCEEDED, ARP_UNRESOLVED,
-    ARP_QUEUE_FULL,
+    ARP_QUEUE_FULL, NDP_NOT_FOR_US, NDP_UNRESOLVED, NDP_QUEUE_FULL,
 )
 
 

@@ -278,3 +278,132 @@ def parse_mac_control(frame: bytes, offset: int) -> tuple[int, dict[int, int]] |
         return None
     times = PFC_TIMES.unpack_from(frame, offset + 4)
     return opcode, {p: times[p] for p in range(8) if field >> p & 1}
+
+
+# --- IPv6, ICMPv6 and neighbour discovery ----------------------------------------------------
+#
+# IPv6 addresses are ints too (128-bit); ``ip6_bytes``/``ip6_text`` convert.
+
+IPPROTO_ICMPV6 = 58
+IPV6_HEADER = struct.Struct("!IHBB16s16s")  # ver/tc/flow, payload length, next header, hlim
+IPV6_HEADER_LEN = 40
+IPV6_MIN_MTU = 1280  # what an ICMPv6 error may fill (RFC 4443 2.4 (c))
+ICMPV6_TIME_EXCEEDED = 3
+ICMPV6_ECHO_REQUEST = 128
+ICMPV6_ECHO_REPLY = 129
+NDP_NS = 135
+NDP_NA = 136
+NDP_HOP_LIMIT = 255  # RFC 4861: ND messages with any other hop limit are forged
+NDP_OPT_SOURCE_LL = 1
+NDP_OPT_TARGET_LL = 2
+NA_ROUTER, NA_SOLICITED, NA_OVERRIDE = 0x80, 0x40, 0x20
+ALL_NODES6 = 0xFF02 << 112 | 1
+SOLICITED_NODE6 = 0xFF02 << 112 | 1 << 32 | 0xFF << 24  # ff02::1:ff00:0/104
+LINK_LOCAL6 = 0xFE80 << 112
+IPV6_MULTICAST_MAC_PREFIX = b"\x33\x33"
+
+
+def ip6_bytes(ip: int) -> bytes:
+    return ip.to_bytes(16, "big")
+
+
+def ip6_text(ip: int) -> str:
+    return socket.inet_ntop(socket.AF_INET6, ip6_bytes(ip))
+
+
+def multicast_mac6(ip: int) -> bytes:
+    """RFC 2464: 33:33 and the address's low 32 bits."""
+    return IPV6_MULTICAST_MAC_PREFIX + (ip & 0xFFFFFFFF).to_bytes(4, "big")
+
+
+def solicited_node6(ip: int) -> int:
+    """The solicited-node multicast group of ``ip`` (ff02::1:ffXX:XXXX), where NS for it go."""
+    return SOLICITED_NODE6 | ip & 0xFFFFFF
+
+
+def link_local6(mac: bytes) -> int:
+    """fe80::/64 with the modified EUI-64 of ``mac`` (U/L bit flipped), RFC 4291 app. A."""
+    eui = bytes((mac[0] ^ 0x02,)) + mac[1:3] + b"\xff\xfe" + mac[3:6]
+    return LINK_LOCAL6 | int.from_bytes(eui, "big")
+
+
+def ipv6_packet(src: int, dst: int, next_header: int, payload: bytes, hop_limit: int = 64,
+                tclass: int = 0) -> bytes:
+    """A 40-byte IPv6 header (flow label 0, no extension headers) and ``payload``."""
+    return IPV6_HEADER.pack(6 << 28 | tclass << 20, len(payload), next_header, hop_limit,
+                            ip6_bytes(src), ip6_bytes(dst)) + payload
+
+
+def icmpv6_message(src: int, dst: int, icmp_type: int, code: int, rest: bytes) -> bytes:
+    """An ICMPv6 message with its checksum over the RFC 8200 8.1 pseudo-header."""
+    body = ICMP_HEADER.pack(icmp_type, code, 0) + rest
+    pseudo = ip6_bytes(src) + ip6_bytes(dst) + U32.pack(len(body)) + b"\x00\x00\x00" \
+        + bytes((IPPROTO_ICMPV6,))
+    return body[:2] + U16.pack(internet_checksum(pseudo + body)) + body[4:]
+
+
+def icmpv6_valid(packet: bytes, offset: int, length: int) -> bool:
+    """Whether the ICMPv6 message at ``offset`` (``length`` bytes) of an IPv6 packet whose
+    header starts at ``offset - 40`` has a correct checksum."""
+    src = packet[offset - 32:offset - 16]
+    dst = packet[offset - 16:offset]
+    pseudo = src + dst + U32.pack(length) + b"\x00\x00\x00" + bytes((IPPROTO_ICMPV6,))
+    return internet_checksum(pseudo + packet[offset:offset + length]) == 0
+
+
+def neighbor_solicitation(src: int, target: int, mac: bytes) -> bytes:
+    """An IPv6 NS for ``target`` to its solicited-node group, from ``src`` (source link-layer
+    address option ``mac``): the IPv6 packet, to go to ``multicast_mac6`` of that group."""
+    dst = solicited_node6(target)
+    body = icmpv6_message(src, dst, NDP_NS, 0, bytes(4) + ip6_bytes(target)
+                          + bytes((NDP_OPT_SOURCE_LL, 1)) + mac)
+    return ipv6_packet(src, dst, IPPROTO_ICMPV6, body, NDP_HOP_LIMIT)
+
+
+def neighbor_advertisement(src: int, dst: int, target: int, mac: bytes, flags: int) -> bytes:
+    """An IPv6 NA saying ``target`` is at ``mac`` (target link-layer address option)."""
+    body = icmpv6_message(src, dst, NDP_NA, 0, bytes((flags, 0, 0, 0)) + ip6_bytes(target)
+                          + bytes((NDP_OPT_TARGET_LL, 1)) + mac)
+    return ipv6_packet(src, dst, IPPROTO_ICMPV6, body, NDP_HOP_LIMIT)
+
+
+class NdpMessage(NamedTuple):
+    """An NS or NA: its type, flags (NA), target and the link-layer address option."""
+
+    type: int
+    flags: int
+    target: int
+    lladdr: bytes | None  # source (NS) or target (NA) link-layer address option
+
+
+def parse_ndp(packet: bytes, offset: int, length: int) -> NdpMessage | None:
+    """The NS/NA at ``offset`` (ICMPv6 header, ``length`` bytes), or None when it is not
+    one or is malformed (RFC 4861 7.1.1: code 0, at least 24 bytes, options of non-zero
+    length within the message)."""
+    if length < 24 or packet[offset + 1] != 0 or packet[offset] not in (NDP_NS, NDP_NA):
+        return None
+    kind = packet[offset]
+    target = int.from_bytes(packet[offset + 8:offset + 24], "big")
+    want = NDP_OPT_SOURCE_LL if kind == NDP_NS else NDP_OPT_TARGET_LL
+    lladdr = None
+    at, end = offset + 24, offset + length
+    while at + 2 <= end:
+        opt_len = packet[at + 1] * 8
+        if opt_len == 0 or at + opt_len > end:
+            return None
+        if packet[at] == want and opt_len >= 8:
+            lladdr = packet[at + 2:at + 8]
+        at += opt_len
+    return NdpMessage(kind, packet[offset + 4], target, lladdr)
+
+
+def icmpv6_echo_reply(src: int, dst: int, request: bytes) -> bytes:
+    """The echo reply message (type 129) to an echo request, identifier, sequence and
+    data kept; the checksum is recomputed since the pseudo-header addresses may differ."""
+    return icmpv6_message(src, dst, ICMPV6_ECHO_REPLY, 0, request[4:])
+
+
+def icmpv6_error(src: int, dst: int, icmp_type: int, code: int, original: bytes) -> bytes:
+    """An ICMPv6 error quoting as much of ``original`` as fits a 1280-byte packet."""
+    quote = original[:IPV6_MIN_MTU - IPV6_HEADER_LEN - 8]
+    return icmpv6_message(src, dst, icmp_type, code, bytes(4) + quote)

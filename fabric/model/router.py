@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from ipaddress import IPv4Address, IPv4Interface
+from ipaddress import IPv4Address, IPv4Interface, IPv6Interface
 from typing import Iterable, NamedTuple
 
 from fabric.config import StaticRoute
@@ -41,8 +41,8 @@ from fabric.model.counters import (
 from fabric.model.frames import (
     ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4, ICMP_ECHO_REQUEST,
     ICMP_ERROR_TYPES, ICMP_TIME_EXCEEDED, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, IPV4_HEADER,
-    MIN_FRAME_LEN, U16, ZERO_MAC, arp_packet, icmp_echo_reply, icmp_error, ip_text,
-    ipv4_packet, mac_text, parse_arp, ttl_decrement,
+    MIN_FRAME_LEN, U16, ZERO_MAC, arp_packet, icmp_echo_reply, icmp_error, ip6_text, ip_text,
+    ipv4_packet, link_local6, mac_text, parse_arp, ttl_decrement,
 )
 from fabric.model.ports import PortState
 
@@ -53,6 +53,7 @@ ARP_LIFETIME_S = 600.0
 ROUTE_CACHE_MAX = 65536
 
 MASKS = [(0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF for plen in range(33)]
+MASKS6 = [((1 << 128) - 1) ^ ((1 << (128 - plen)) - 1) for plen in range(129)]
 _PROTO_BYTE = [bytes((i,)) for i in range(256)]
 _FLOW_5TUPLE = struct.Struct("!IIBHH")
 _FLOW_3TUPLE = struct.Struct("!IIB")
@@ -95,20 +96,34 @@ def packet_flow_hash(packet: bytes, offset: int = 0, salt: int = 0) -> int:
 # --- interfaces and neighbours --------------------------------------------------------------
 
 class L3Interface:
-    """A routed port or a VLAN's SVI: addresses, and how to put a frame on its wire(s)."""
+    """A routed port or a VLAN's SVI: addresses, and how to put a frame on its wire(s).
 
-    __slots__ = ("name", "port", "vlan", "addresses", "ips", "router_mac")
+    IPv4 and IPv6 addresses are kept apart (``addresses``, ``addresses6``), each family's
+    router reading its own; an interface with an IPv6 address also has the fe80::/64
+    link-local address made from the router MAC, as every IPv6 router interface does.
+    """
 
-    def __init__(self, name: str, addresses: Iterable[IPv4Interface], router_mac: bytes,
-                 port: PortState | None = None, vlan: VlanBridge | None = None) -> None:
+    __slots__ = ("name", "port", "vlan", "addresses", "ips", "addresses6", "ips6",
+                 "link_local6", "router_mac")
+
+    def __init__(self, name: str, addresses: Iterable[IPv4Interface | IPv6Interface],
+                 router_mac: bytes, port: PortState | None = None,
+                 vlan: VlanBridge | None = None) -> None:
         self.name = name
         self.port = port
         self.vlan = vlan
+        given = list(addresses)
         # (address, network, mask, prefix length), all ints
         self.addresses = tuple(
             (int(a.ip), int(a.network.network_address), MASKS[a.network.prefixlen],
-             a.network.prefixlen) for a in addresses)
+             a.network.prefixlen) for a in given if a.version == 4)
         self.ips = frozenset(a[0] for a in self.addresses)
+        self.addresses6 = tuple(
+            (int(a.ip), int(a.network.network_address), MASKS6[a.network.prefixlen],
+             a.network.prefixlen) for a in given if a.version == 6)
+        self.link_local6 = link_local6(router_mac) if self.addresses6 else None
+        self.ips6 = frozenset([*(a[0] for a in self.addresses6),
+                               *([self.link_local6] if self.link_local6 else [])])
         self.router_mac = router_mac
 
     @property
@@ -165,10 +180,11 @@ class Neighbor:
     """
 
     __slots__ = ("ip", "iface", "port", "mac", "l2", "state", "expires", "tries",
-                 "next_retry", "pending")
+                 "next_retry", "pending", "ethertype")
 
-    def __init__(self, ip: int, iface: L3Interface) -> None:
+    def __init__(self, ip: int, iface: L3Interface, ethertype: int = ETH_P_IPV4) -> None:
         self.ip = ip
+        self.ethertype = ethertype  # ETH_P_IPV6 for an NDP entry
         self.iface = iface
         self.port = iface.port  # None behind an SVI: the port comes from the FDB
         self.mac: bytes | None = None
@@ -183,13 +199,14 @@ class Neighbor:
     def resolved(self, mac: bytes, now: float) -> None:
         self.mac = mac
         if self.port is not None:
-            self.l2 = mac + self.iface.router_mac + U16.pack(ETH_P_IPV4)
+            self.l2 = mac + self.iface.router_mac + U16.pack(self.ethertype)
         self.state = REACHABLE
         self.expires = now + ARP_LIFETIME_S
         self.tries = 0
 
     def as_dict(self, now: float) -> dict:
-        return {"ip": ip_text(self.ip), "interface": self.iface.name,
+        text = ip_text(self.ip) if self.ethertype == ETH_P_IPV4 else ip6_text(self.ip)
+        return {"ip": text, "interface": self.iface.name,
                 "mac": mac_text(self.mac) if self.mac else None, "state": self.state,
                 "held": len(self.pending),
                 "expires_in": round(self.expires - now, 3) if self.mac else None}
@@ -204,18 +221,22 @@ class Route(NamedTuple):
     source: str  # "connected" | "static"
     nexthops: tuple[tuple[int | None, L3Interface], ...]  # (None = the destination itself)
     blackhole: bool = False
+    version: int = 4  # 6: network and next hops are IPv6
 
     def as_dict(self) -> dict:
-        return {"prefix": f"{ip_text(self.network)}/{self.prefixlen}", "source": self.source,
+        text = ip_text if self.version == 4 else ip6_text
+        return {"prefix": f"{text(self.network)}/{self.prefixlen}", "source": self.source,
                 "distance": self.distance, "blackhole": self.blackhole,
-                "nexthops": [{"ip": ip_text(ip) if ip is not None else None,
+                "nexthops": [{"ip": text(ip) if ip is not None else None,
                               "interface": iface.name} for ip, iface in self.nexthops]}
 
 
 class RoutingTable:
-    """Longest prefix match: one dict per prefix length, probed longest first."""
+    """Longest prefix match: one dict per prefix length, probed longest first. ``masks``
+    (``MASKS`` or ``MASKS6``) says the family."""
 
-    def __init__(self) -> None:
+    def __init__(self, masks: list[int] = MASKS) -> None:
+        self._masks = masks
         self._by_len: dict[int, dict[int, Route]] = {}
         self._lens: list[int] = []
 
@@ -229,8 +250,9 @@ class RoutingTable:
         self._lens = sorted(self._by_len, reverse=True)
 
     def lookup(self, dst: int) -> Route | None:
+        masks = self._masks
         for plen in self._lens:
-            route = self._by_len[plen].get(dst & MASKS[plen])
+            route = self._by_len[plen].get(dst & masks[plen])
             if route is not None:
                 return route
         return None

@@ -61,12 +61,13 @@ from fabric.model.egress import PFC_WD_DROP, EgressPort
 from fabric.model.egress_buffers import QUEUE_LIMIT, egress_pools
 from fabric.model.frames import (
     BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6,
-    ETH_P_MAC_CONTROL, LINK_LOCAL_PREFIX, MAC_CONTROL_PFC, mac_bytes, mac_text,
-    parse_mac_control, pfc_frame,
+    ETH_P_MAC_CONTROL, IPV6_MULTICAST_MAC_PREFIX, LINK_LOCAL_PREFIX, MAC_CONTROL_PFC,
+    mac_bytes, mac_text, parse_mac_control, pfc_frame,
 )
 from fabric.model.pause import PfcSender
 from fabric.model.ports import ROUTED, SWITCHED, PortState
 from fabric.model.router import L3Interface, Router
+from fabric.model.router6 import Router6
 from fabric.model.scheduler import Lateness
 from fabric.model.watchdog import FABRIC, WATCHDOG_PROFILES
 
@@ -128,11 +129,18 @@ class Switch:
             port.role = ROUTED
             port.interface = L3Interface(port_name, addresses, self.router_mac, port=port)
             interfaces.append(port.interface)
+        loopbacks = [a for addrs in config.loopbacks.values() for a in addrs]
         local_ips = {ip for iface in interfaces for ip in iface.ips}
-        local_ips |= {int(a.ip) for addrs in config.loopbacks.values() for a in addrs}
+        local_ips |= {int(a.ip) for a in loopbacks if a.version == 4}
+        local_ips6 = {ip for iface in interfaces for ip in iface.ips6}
+        local_ips6 |= {int(a.ip) for a in loopbacks if a.version == 6}
         self.cpu = CpuCounters()
-        self._router = Router(self.router_mac, interfaces, config.static_routes, local_ips,
-                              self.cpu, ecmp_salt)
+        self._router = Router(self.router_mac, interfaces,
+                              [r for r in config.static_routes if r.prefix.version == 4],
+                              local_ips, self.cpu, ecmp_salt)
+        self._router6 = Router6(self.router_mac, interfaces,
+                                [r for r in config.static_routes if r.prefix.version == 6],
+                                local_ips6, self.cpu, ecmp_salt)
         self._now = 0.0
         self._next_sweep = 0.0
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)
@@ -179,7 +187,7 @@ class Switch:
     @property
     def warnings(self) -> list[str]:
         """Configuration the switch accepted but cannot use (e.g. an unreachable next hop)."""
-        return list(self._router.warnings)
+        return [*self._router.warnings, *self._router6.warnings]
 
     # --- the agent's API -------------------------------------------------------------------
 
@@ -214,6 +222,7 @@ class Switch:
         self._now = now
         out: list[tuple[PortState, bytes, tuple]] = []
         self._router.tick(now, out)
+        self._router6.tick(now, out)
         if now >= self._next_sweep:
             for bridge in self._vlans.values():
                 bridge.sweep(now)
@@ -331,6 +340,7 @@ class Switch:
             for queue in range(8):  # a dead wire sends nothing: the queues are lost
                 self._flush(state, queue, self._now, PORT_DOWN)
         self._router.rebuild()
+        self._router6.rebuild()
 
     def classify(self, port: str, frame: bytes,
                  egress: str | None = None) -> tuple[int, int, int]:
@@ -374,7 +384,8 @@ class Switch:
             "egress_pools": {name: pool.as_dict() for name, pool in self._egress_pools.items()},
             "fdb": fdb,
             "arp": self._router.arp_table(now),
-            "routes": self._router.route_table(),
+            "ndp": self._router6.ndp_table(now),
+            "routes": self._router.route_table() + self._router6.route_table(),
             "vlans": {b.name: {"vid": b.vid, "members": {p.name: MODE_NAMES[m]
                                                          for p, m in b.members}}
                       for b in self._vlans.values()},
@@ -475,10 +486,14 @@ class Switch:
         if role is SWITCHED:
             return self._switched_in(port, frame, ethertype, off, vid, prio, cls, now, out)
         if role is ROUTED:
-            if ethertype == ETH_P_IPV4 and not vid and frame.startswith(self.router_mac):
-                # _routed_in's per-packet case, straight to the router
-                return self._router.ipv4_in(port.interface, port, frame, off, prio, cls, out,
-                                            now)
+            if not vid and frame.startswith(self.router_mac):
+                # _routed_in's per-packet cases, straight to the router
+                if ethertype == ETH_P_IPV4:
+                    return self._router.ipv4_in(port.interface, port, frame, off, prio, cls,
+                                                out, now)
+                if ethertype == ETH_P_IPV6 and port.interface.ips6:
+                    return self._router6.ipv6_in(port.interface, port, frame, off, prio, cls,
+                                                 out, now)
             return self._routed_in(port, frame, ethertype, off, vid, prio, cls, now, out)
         return PORT_UNCONFIGURED
 
@@ -498,13 +513,18 @@ class Switch:
             bridge.learn(frame[6:12], port, now)
         svi = bridge.svi
         if svi is not None and frame.startswith(self.router_mac):
-            return self._router.l3_in(svi, port, frame, ethertype, off, prio, cls, out, now)
+            return self._l3_in(svi, port, frame, ethertype, off, prio, cls, out, now)
         if frame[0] & 1:
             disposition = bridge.flood(port, frame, off, prio, cls, out)
-            if ethertype == ETH_P_ARP and svi is not None and frame.startswith(BROADCAST_MAC):
-                seen = self._router.arp_in(svi, port, frame, off, prio, out, now)
-                if disposition is not FORWARDED and seen is TO_CPU:
-                    disposition = TO_CPU
+            seen = None
+            if svi is not None:
+                if ethertype == ETH_P_ARP and frame.startswith(BROADCAST_MAC):
+                    seen = self._router.arp_in(svi, port, frame, off, prio, out, now)
+                elif (ethertype == ETH_P_IPV6 and svi.ips6
+                      and frame.startswith(IPV6_MULTICAST_MAC_PREFIX)):
+                    seen = self._router6.multicast_in(svi, frame, off, out, now)
+            if disposition is not FORWARDED and seen is TO_CPU:
+                disposition = TO_CPU
             return disposition
         return bridge.forward(port, frame[0:6], frame, off, prio, cls, out, now)
 
@@ -515,11 +535,23 @@ class Switch:
         if vid:
             return VLAN_NOT_MEMBER
         if frame.startswith(self.router_mac):
-            return self._router.l3_in(port.interface, port, frame, ethertype, off, prio, cls,
-                                      out, now)
+            return self._l3_in(port.interface, port, frame, ethertype, off, prio, cls, out,
+                               now)
         if ethertype == ETH_P_ARP and frame.startswith(BROADCAST_MAC):
             return self._router.arp_in(port.interface, port, frame, off, prio, out, now)
+        if (ethertype == ETH_P_IPV6 and port.interface.ips6
+                and frame.startswith(IPV6_MULTICAST_MAC_PREFIX)):
+            return self._router6.multicast_in(port.interface, frame, off, out, now)
         return NOT_ROUTER_MAC
+
+    def _l3_in(self, iface: L3Interface, port: PortState, frame: bytes, ethertype: int,
+               off: int, prio: int, cls: tuple, out: list, now: float) -> str:
+        """A frame to the router MAC: IPv6 to the IPv6 router when the interface has an IPv6
+        address, the rest (IPv4, ARP, and what it drops: non-IP such as RoCEv1, IPv6 on an
+        IPv4-only interface) to the IPv4 one."""
+        if ethertype == ETH_P_IPV6 and iface.ips6:
+            return self._router6.ipv6_in(iface, port, frame, off, prio, cls, out, now)
+        return self._router.l3_in(iface, port, frame, ethertype, off, prio, cls, out, now)
 
     def _mac_control_in(self, port: PortState, frame: bytes, now: float) -> str:
         """A PFC or PAUSE frame pauses (or resumes) this port's egress queues, a PFC

@@ -6,7 +6,9 @@ import dataclasses
 import struct
 
 import pytest
+from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
@@ -24,6 +26,13 @@ SEND = {"first": 0x00, "middle": 0x01, "last": 0x02, "only": 0x04}
 
 def headers(*, dscp=26, ecn=2, src_mac=SRC_MAC, dst_mac=DST_MAC, src_ip=SRC_IP, dst_ip=DST_IP):
     return wire.Headers(src_mac, dst_mac, src_ip, dst_ip, dscp=dscp, ecn=ecn, sport=0xC001)
+
+
+SRC6, DST6 = "2001:db8:1:1::11", "2001:db8:1:2::13"
+
+
+def headers6(*, dscp=26, ecn=2):
+    return headers(dscp=dscp, ecn=ecn, src_ip=SRC6, dst_ip=DST6)
 
 
 def flow(*, dscp=26, src_mac=SRC_MAC, dst_mac=DST_MAC, src_ip=SRC_IP, dst_ip=DST_IP):
@@ -239,15 +248,20 @@ def _not_roce_frames():
                                   / UDP(sport=0xC001, dport=4791) / Raw(bytes(80))),
         "ipv4 with options": bytes(eth / IP(src=SRC_IP, dst=DST_IP, options=b"\x01" * 4)
                                    / UDP(sport=0xC001, dport=4791) / Raw(bytes(80))),
-        "roce over ipv6": bytes(packets.rc_write(
-            packets.Flow(SRC_MAC, DST_MAC, "fd00::1", "fd00::2"), DQPN, PSN, bytes(64))),
+        "roce over ipv6 behind a hop-by-hop header": bytes(
+            eth / IPv6(src=SRC6, dst=DST6) / IPv6ExtHdrHopByHop()
+            / UDP(sport=0xC001, dport=4791) / Raw(bytes(80))),
+        "ipv6 udp to another port": bytes(eth / IPv6(src=SRC6, dst=DST6)
+                                          / UDP(sport=0xC001, dport=4792) / Raw(bytes(64))),
+        "truncated ipv6 roce": wire.data_frame(headers6(), DQPN, PSN, 0x0A, 64,
+                                               ackreq=True, reth=(0, 64))[:100],
         "roce v1": bytes(packets.rc_write(packets.Flow(SRC_MAC, DST_MAC, version=1), DQPN,
                                           PSN, bytes(64))),
     }
 
 
 @pytest.mark.parametrize("name", list(_not_roce_frames()))
-def test_parse_returns_none_for_anything_but_untagged_ipv4_roce(name):
+def test_parse_returns_none_for_anything_but_untagged_ip_roce(name):
     assert wire.parse(_not_roce_frames()[name]) is None
 
 
@@ -257,3 +271,79 @@ def test_parse_returns_none_for_a_truncated_frame(keep):
     frame = wire.data_frame(headers(), DQPN, PSN, 0x0A, 1024, ackreq=True, reth=(0, 1024))
     assert len(frame) == 1098
     assert wire.parse(frame[:keep]) is None
+
+
+# --------------------------------------------------------------------------- IPv6
+
+
+def scapy_icrc(frame: bytes) -> int:
+    """The ICRC scapy's own BTH computes (its IPv6 masks: traffic class, flow label, hop
+    limit), independent of traffic.packets."""
+    pkt = Ether(frame)
+    pkt[BTH].icrc = None
+    return Ether(bytes(pkt))[BTH].icrc
+
+
+IPV6_KINDS = {
+    "write only": lambda h, ecn: wire.data_frame(h, DQPN, PSN, 0x0A, 1023, ackreq=True,
+                                                 reth=(0, 1023)),
+    "write middle": lambda h, ecn: wire.data_frame(h, DQPN, PSN, 0x07, 1024, ackreq=False),
+    "send only": lambda h, ecn: wire.data_frame(h, DQPN, PSN, 0x04, 3, ackreq=True),
+    "ack": lambda h, ecn: wire.ack_frame(h, DQPN, 0x123456, 42),
+    "nak": lambda h, ecn: wire.ack_frame(h, DQPN, 5, 1, nak=True),
+    "cnp": lambda h, ecn: wire.cnp_frame(h, 0x11),
+}
+SCAPY_IPV6 = {
+    "write only": lambda f, ecn: packets.rc_write(f, DQPN, PSN, bytes(1023),
+                                                  vaddr=wire.REMOTE_VADDR, rkey=wire.RKEY,
+                                                  part="only", ecn=ecn),
+    "write middle": lambda f, ecn: packets.rc_write(f, DQPN, PSN, bytes(1024),
+                                                    part="middle", ecn=ecn),
+    "send only": lambda f, ecn: packets.rc_send(f, DQPN, PSN, bytes(3), ecn=ecn),
+    "ack": lambda f, ecn: packets.rc_ack(f, DQPN, 0x123456, 42, ecn=ecn),
+    "nak": lambda f, ecn: packets.rc_nak(f, DQPN, 5, 1, ecn=ecn),
+    "cnp": lambda f, ecn: packets.cnp(f, 0x11, ecn=ecn),
+}
+
+
+@pytest.mark.parametrize("ecn", [packets.NOT_ECT, packets.ECT0, packets.CE])
+@pytest.mark.parametrize("kind", list(IPV6_KINDS))
+def test_ipv6_frames_match_scapy_byte_for_byte_icrc_included(kind, ecn):
+    ours = IPV6_KINDS[kind](headers6(ecn=ecn), ecn)
+    theirs = bytes(SCAPY_IPV6[kind](packets.Flow(SRC_MAC, DST_MAC, SRC6, DST6, sport=0xC001,
+                                                 dscp=26), ecn))
+    assert_same(ours, theirs)
+    assert int.from_bytes(ours[-4:], "big") == scapy_icrc(ours)
+    assert packets.verify_icrc(ours)
+    pkt = Ether(ours)
+    assert pkt.type == 0x86DD and pkt[IPv6].nh == 17 and pkt[IPv6].fl == 0
+    assert pkt[IPv6].tc == 26 << 2 | ecn and pkt[IPv6].plen == len(ours) - 54
+
+
+def test_ipv6_icrc_masks_traffic_class_flow_label_and_hop_limit_only():
+    frame = bytearray(wire.data_frame(headers6(), DQPN, PSN, 0x0A, 64, ackreq=True,
+                                      reth=(0, 64)))
+    frame[14:18] = bytes([0x6F, 0xFA, 0xBC, 0xDE])  # traffic class 0xFF, flow label 0xABCDE
+    frame[21] = 3  # hop limit after a few routers
+    assert packets.verify_icrc(bytes(frame))
+    assert int.from_bytes(frame[-4:], "big") == scapy_icrc(bytes(frame))
+    frame[30] ^= 1  # a source address bit is covered
+    assert not packets.verify_icrc(bytes(frame))
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("ecn", [0, 2, 3])
+def test_parse_round_trips_ipv6_data_frames(payload, ecn):
+    frame = wire.data_frame(headers6(ecn=ecn), DQPN, PSN, 0x06, payload, ackreq=True,
+                            reth=(0, 4096))
+    assert wire.parse(frame) == wire.Incoming(
+        src_ip=bytes.fromhex("20010db8000100010000000000000011"), ecn=ecn, opcode=0x06,
+        dqpn=DQPN, psn=PSN, ackreq=True, payload=payload, aeth=None)
+    assert wire.parse(frame + bytes(6)) == wire.parse(frame)
+
+
+def test_parse_reads_ipv6_acks_and_cnps():
+    ack = wire.parse(wire.ack_frame(headers6(ecn=0), DQPN, 9, 4, nak=True))
+    assert (ack.opcode, ack.psn, ack.aeth, ack.payload) == (0x11, 9, 0x60 << 24 | 4, 0)
+    cnp = wire.parse(wire.cnp_frame(headers6(dscp=48, ecn=0), 0x42))
+    assert (cnp.opcode, cnp.dqpn, cnp.payload) == (0x81, 0x42, 0)

@@ -1,0 +1,412 @@
+"""IPv6 routing: routing table with ECMP, neighbour discovery, ICMPv6.
+
+The IPv6 half of the switch's router, over the same L3 interfaces as ``router.Router``
+(each interface's ``addresses6``, plus its fe80::/64 link-local address made from the
+router MAC). It
+
+- routes IPv6 by longest prefix match over the connected subnets of INTERFACE and
+  VLAN_INTERFACE and the IPv6 entries of STATIC_ROUTE (lowest distance wins a tie;
+  connected routes have distance 0), spreading a route's next hops by a hash of the flow:
+  source, destination, next header and, for UDP and TCP, the ports (the IPv6 5-tuple; RoCEv2
+  varies the UDP source port per QP), plus the flow label when ``hash_flow_label`` is on;
+- decrements the hop limit (IPv6 has no header checksum) and rewrites the MACs, leaving
+  the traffic class (DSCP, ECN) alone; hop limit <= 1 is answered with ICMPv6 time
+  exceeded from the ingress interface's address;
+- resolves next hops with neighbour solicitations to the solicited-node group, holding up
+  to 16 packets per next hop, retrying every second and giving up after 3 (RFC 4861's
+  MAX_MULTICAST_SOLICIT, RETRANS_TIMER); learned entries are re-probed after 600 s, as
+  the IPv4 side does;
+- answers NS for the ingress interface's own addresses (router flag set) and ICMPv6 echo
+  for any of the switch's addresses; the replies are routed back like any packet, except
+  NAs, which go straight back to the soliciting station.
+
+Link-local destinations are never routed; multicast is not forwarded (only NS/NA to the
+router are read). Extension headers are not parsed: a packet whose next header is not
+UDP/TCP hashes on the 3-tuple and is routed all the same.
+"""
+from __future__ import annotations
+
+import zlib
+from typing import Iterable
+
+from fabric.config import StaticRoute
+from fabric.model.classify import CPU_CLASS
+from fabric.model.counters import (
+    BLACKHOLE, CpuCounters, FORWARDED, HELD, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED,
+    NDP_NOT_FOR_US, NDP_QUEUE_FULL, NDP_UNRESOLVED, NO_ROUTE, PORT_DOWN, TO_CPU,
+    TO_ROUTER_UNSUPPORTED, TTL_EXPIRED,
+)
+from fabric.model.frames import (
+    ETH_P_IPV6, ICMPV6_ECHO_REQUEST, ICMPV6_TIME_EXCEEDED, IPPROTO_ICMPV6, IPPROTO_TCP,
+    IPPROTO_UDP, IPV6_HEADER_LEN, LINK_LOCAL6, NA_OVERRIDE, NA_ROUTER, NA_SOLICITED,
+    NDP_HOP_LIMIT, NDP_NS, ALL_NODES6, icmpv6_echo_reply, icmpv6_error, icmpv6_valid, ip6_text,
+    ipv6_packet, multicast_mac6, neighbor_advertisement, neighbor_solicitation, parse_ndp,
+)
+from fabric.model.ports import PortState
+from fabric.model.router import (
+    ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S, ARP_TRIES as NDP_TRIES,
+    INCOMPLETE, MASKS6, NEW, PROBE,
+    REACHABLE, ROUTE_CACHE_MAX, L3Interface, Neighbor, Route, RoutingTable,
+)
+
+_LINK_LOCAL_MASK = MASKS6[10]  # fe80::/10
+_HOP_BYTE = [bytes((i,)) for i in range(256)]
+
+
+def flow_hash6(packet: bytes, offset: int = 0, salt: int = 0,
+               flow_label: bool = False) -> int:
+    """The ECMP hash of the IPv6 packet at ``offset``: zlib.crc32 of the source and
+    destination addresses, the next header and, for UDP/TCP, the two ports, as they sit in
+    the header (plus the 20-bit flow label when ``flow_label``)."""
+    nh = packet[offset + 6]
+    key = packet[offset + 8:offset + 40] + _HOP_BYTE[nh]
+    if nh == IPPROTO_UDP or nh == IPPROTO_TCP:
+        key += packet[offset + 40:offset + 44]
+    if flow_label:
+        key += bytes((packet[offset + 1] & 0x0F,)) + packet[offset + 2:offset + 4]
+    return zlib.crc32(key, salt)
+
+
+def _is_multicast(ip: int) -> bool:
+    return ip >> 120 == 0xFF
+
+
+def _is_link_local(ip: int) -> bool:
+    return ip & _LINK_LOCAL_MASK == LINK_LOCAL6
+
+
+class Router6:
+    """Everything IPv6 of one switch. ``Switch`` hands it IPv6 frames to the router MAC
+    (``ipv6_in``) and IPv6 multicast seen on an L3 interface (``multicast_in``)."""
+
+    def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
+                 static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
+                 cpu: CpuCounters, ecmp_salt: int = 0, hash_flow_label: bool = False) -> None:
+        """``static_routes``: the IPv6 ones; ``local_ips``: every IPv6 address of the
+        switch (interfaces, link-locals, loopbacks); ``hash_flow_label``: put the flow
+        label in the ECMP hash too."""
+        self.router_mac = router_mac
+        self.ecmp_salt = ecmp_salt
+        self.hash_flow_label = hash_flow_label
+        self.interfaces = {iface.name: iface for iface in interfaces}
+        self.local_ips = frozenset(local_ips)
+        self.cpu = cpu
+        self.warnings: list[str] = []
+        self.neighbors: dict[tuple[str, int], Neighbor] = {}
+        self._statics = [self._static_route(sr) for sr in static_routes]
+        self.table = RoutingTable(MASKS6)
+        self._cache: dict[int, tuple[Neighbor, ...] | str] = {}
+        self.rebuild()
+
+    # --- tables -------------------------------------------------------------------------
+
+    def _static_route(self, sr: StaticRoute) -> Route:
+        """An IPv6 STATIC_ROUTE with each next hop bound to its egress interface: the one
+        named by ifname, else the connected interface whose subnet holds it. A link-local
+        next hop needs an ifname (it is on every link). Unbindable next hops are left out,
+        with a warning."""
+        prefix = f"STATIC_ROUTE|{sr.prefix}"
+        hops: list[tuple[int | None, L3Interface]] = []
+        pairs = [(int(nh), sr.ifnames[i] if i < len(sr.ifnames) else "")
+                 for i, nh in enumerate(sr.nexthops)]
+        if not sr.nexthops:
+            pairs = [(0, name) for name in sr.ifnames]
+        for ip, ifname in pairs:
+            if ifname:
+                iface = self.interfaces.get(ifname)
+                if iface is None or not iface.addresses6:
+                    self.warnings.append(f"{prefix}: ifname {ifname} is not an IPv6 L3 "
+                                         "interface; next hop ignored")
+                    continue
+            elif ip == 0 or _is_link_local(ip):
+                self.warnings.append(f"{prefix}: next hop {ip6_text(ip)} needs an ifname;"
+                                     " ignored")
+                continue
+            else:
+                iface = self._connected_interface(ip)
+                if iface is None:
+                    self.warnings.append(f"{prefix}: next hop {ip6_text(ip)} is in no "
+                                         "connected subnet; ignored (no recursive resolution)")
+                    continue
+            if ip in self.local_ips:
+                self.warnings.append(f"{prefix}: next hop {ip6_text(ip)} is this switch; "
+                                     "ignored")
+                continue
+            hops.append((ip or None, iface))
+        return Route(int(sr.prefix.network_address), sr.prefix.prefixlen, sr.distance,
+                     "static", tuple(hops), sr.blackhole, 6)
+
+    def _connected_interface(self, ip: int) -> L3Interface | None:
+        best, best_len = None, -1
+        for iface in self.interfaces.values():
+            for _, net, mask, plen in iface.addresses6:
+                if ip & mask == net and plen > best_len:
+                    best, best_len = iface, plen
+        return best
+
+    def rebuild(self) -> None:
+        """Recompute the active table from interface states, as ``Router.rebuild`` does."""
+        table = RoutingTable(MASKS6)
+        for iface in self.interfaces.values():
+            if iface.up:
+                for _, net, _, plen in iface.addresses6:
+                    table.add(Route(net, plen, 0, "connected", ((None, iface),), False, 6))
+        for route in self._statics:
+            if route.blackhole:
+                table.add(route._replace(nexthops=()))
+                continue
+            hops = tuple(h for h in route.nexthops if h[1].up)
+            if hops:
+                table.add(route._replace(nexthops=hops))
+        self.table = table
+        self._cache.clear()
+        for key, nh in list(self.neighbors.items()):
+            if not nh.iface.up:
+                self._forget(key, nh, PORT_DOWN)
+
+    def resolve(self, dst: int) -> tuple[Neighbor, ...] | str:
+        """The next-hop neighbours for ``dst`` (one per ECMP member), or a drop reason."""
+        hops = self._cache.get(dst)
+        if hops is not None:
+            return hops
+        route = self.table.lookup(dst)
+        if route is None or _is_link_local(dst) or _is_multicast(dst):
+            hops = NO_ROUTE
+        elif route.blackhole:
+            hops = BLACKHOLE
+        else:
+            hops = tuple(self.neighbor(iface, dst if ip is None else ip)
+                         for ip, iface in route.nexthops)
+        if len(self._cache) >= ROUTE_CACHE_MAX:
+            self._cache.clear()
+        self._cache[dst] = hops
+        return hops
+
+    def neighbor(self, iface: L3Interface, ip: int) -> Neighbor:
+        """The neighbour entry for ``ip`` on ``iface``, created if new."""
+        key = (iface.name, ip)
+        nh = self.neighbors.get(key)
+        if nh is None:
+            nh = self.neighbors[key] = Neighbor(ip, iface, ETH_P_IPV6)
+        return nh
+
+    def _forget(self, key: tuple[str, int], nh: Neighbor, reason: str) -> None:
+        for owner, _, _, _ in nh.pending:
+            owner.settle(reason)
+        nh.pending.clear()
+        del self.neighbors[key]
+        self._cache.clear()
+
+    # --- frames addressed to the router ------------------------------------------------
+
+    def ipv6_in(self, iface: L3Interface, ingress: PortState, frame: bytes, off: int,
+                prio: int, cls: tuple, out: list, now: float) -> str:
+        """Route one IPv6 packet sent to the router MAC (the per-packet hot path)."""
+        size = len(frame)
+        if size < off + IPV6_HEADER_LEN:
+            return MALFORMED
+        total = IPV6_HEADER_LEN + (frame[off + 4] << 8 | frame[off + 5])
+        if frame[off] >> 4 != 6 or off + total > size:
+            return IP_HEADER_ERROR
+        dst = int.from_bytes(frame[off + 24:off + 40], "big")
+        if dst in self.local_ips or _is_multicast(dst):
+            return self._local_in(iface, frame, off, total, dst, out, now)
+        hlim = frame[off + 7]
+        if hlim <= 1:
+            self._time_exceeded(iface, frame, off, total, out, now)
+            return TTL_EXPIRED
+        hops = self._cache.get(dst)
+        if hops is None:
+            hops = self.resolve(dst)
+        if hops.__class__ is str:
+            return hops
+        if len(hops) == 1:
+            nh = hops[0]
+        else:
+            nh = hops[flow_hash6(frame, off, self.ecmp_salt, self.hash_flow_label)
+                      % len(hops)]
+        l2 = nh.l2
+        if l2 is not None:  # resolved next hop behind a routed port: the common case
+            port = nh.port
+            if total > port.mtu:
+                return MTU_EXCEEDED
+            out.append((port, b"".join((l2, frame[off:off + 7], _HOP_BYTE[hlim - 1],
+                                        frame[off + 8:off + total])), cls))
+            return FORWARDED
+        packet = b"".join((frame[off:off + 7], _HOP_BYTE[hlim - 1], frame[off + 8:off + total]))
+        return self._send_ip(nh, packet, prio, cls, ingress.counters, out, now)
+
+    def multicast_in(self, iface: L3Interface, frame: bytes, off: int, out: list,
+                     now: float) -> str:
+        """An IPv6 multicast frame seen on ``iface`` (flooded in a VLAN, or arriving on a
+        routed port): NDP is read, anything else (MLD, router solicitations) ignored."""
+        size = len(frame)
+        if size < off + IPV6_HEADER_LEN or frame[off] >> 4 != 6:
+            return MALFORMED
+        total = IPV6_HEADER_LEN + (frame[off + 4] << 8 | frame[off + 5])
+        if off + total > size:
+            return IP_HEADER_ERROR
+        dst = int.from_bytes(frame[off + 24:off + 40], "big")
+        return self._local_in(iface, frame, off, total, dst, out, now)
+
+    def _send_ip(self, nh: Neighbor, packet: bytes, prio: int, cls: tuple, owner, out: list,
+                 now: float) -> str:
+        """Send a ready IPv6 packet to a neighbour, or hold it while NDP resolves it."""
+        if nh.mac is not None:
+            return nh.iface.send(nh.mac, ETH_P_IPV6, packet, prio, cls, out, now)
+        if len(nh.pending) >= NDP_MAX_HELD:
+            return NDP_QUEUE_FULL
+        nh.pending.append((owner, packet, prio, cls))
+        if nh.state == NEW:
+            nh.state = INCOMPLETE
+            nh.tries = 1
+            nh.next_retry = now + NDP_RETRY_S
+            self._solicit(nh, out, now)
+        return HELD
+
+    def _local_in(self, iface: L3Interface, frame: bytes, off: int, total: int, dst: int,
+                  out: list, now: float) -> str:
+        """To one of our addresses or a multicast group: NS/NA (on-link only, hop limit
+        255, valid checksum) and echo requests are served, nothing else."""
+        if frame[off + 6] != IPPROTO_ICMPV6 or total < IPV6_HEADER_LEN + 8:
+            return NDP_NOT_FOR_US if _is_multicast(dst) else TO_ROUTER_UNSUPPORTED
+        icmp = off + IPV6_HEADER_LEN
+        length = total - IPV6_HEADER_LEN
+        kind = frame[icmp]
+        if kind == ICMPV6_ECHO_REQUEST and not _is_multicast(dst):
+            if not icmpv6_valid(frame, icmp, length):
+                return MALFORMED
+            src = int.from_bytes(frame[off + 8:off + 24], "big")
+            tclass = (frame[off] & 0x0F) << 4 | frame[off + 1] >> 4
+            reply = ipv6_packet(dst, src, IPPROTO_ICMPV6,
+                                icmpv6_echo_reply(dst, src, frame[icmp:icmp + length]),
+                                tclass=tclass & 0xFC)
+            if _is_link_local(src):
+                self.cpu.count(iface.send(frame[6:12], ETH_P_IPV6, reply, 0, CPU_CLASS, out,
+                                          now))
+            else:
+                self.originate(reply, src, out, now)
+            return TO_CPU
+        ndp = parse_ndp(frame, icmp, length)
+        if ndp is None:
+            return NDP_NOT_FOR_US if _is_multicast(dst) else TO_ROUTER_UNSUPPORTED
+        if frame[off + 7] != NDP_HOP_LIMIT or not icmpv6_valid(frame, icmp, length):
+            return MALFORMED
+        src = int.from_bytes(frame[off + 8:off + 24], "big")
+        if ndp.type == NDP_NS:
+            return self._ns_in(iface, frame, src, ndp.target, ndp.lladdr, out, now)
+        return self._na_in(iface, frame, ndp.target, ndp.lladdr, out, now)
+
+    def _ns_in(self, iface: L3Interface, frame: bytes, src: int, target: int,
+               lladdr: bytes | None, out: list, now: float) -> str:
+        """A solicitation: learn the sender (when it asks for one of our addresses and is
+        on-link) and answer for our own addresses on this interface."""
+        if target not in iface.ips6:
+            return NDP_NOT_FOR_US
+        if src and lladdr is not None and not lladdr[0] & 1 and self._on_link(iface, src):
+            key = (iface.name, src)
+            self._learn(self.neighbors.get(key) or self.neighbor(iface, src), lladdr, out,
+                        now)
+        flags = NA_ROUTER | NA_OVERRIDE | (NA_SOLICITED if src else 0)
+        reply = neighbor_advertisement(target, src or ALL_NODES6, target, self.router_mac,
+                                       flags)
+        dst_mac = frame[6:12] if src else multicast_mac6(ALL_NODES6)
+        self.cpu.count(iface.send(dst_mac, ETH_P_IPV6, reply, 0, CPU_CLASS, out, now))
+        return TO_CPU
+
+    def _na_in(self, iface: L3Interface, frame: bytes, target: int, lladdr: bytes | None,
+               out: list, now: float) -> str:
+        """An advertisement: resolves (or refreshes) an entry we have for its target."""
+        nh = self.neighbors.get((iface.name, target))
+        mac = lladdr if lladdr is not None else frame[6:12]
+        if nh is None or mac[0] & 1:
+            return NDP_NOT_FOR_US
+        self._learn(nh, mac, out, now)
+        return TO_CPU
+
+    @staticmethod
+    def _on_link(iface: L3Interface, ip: int) -> bool:
+        return _is_link_local(ip) or any(ip & mask == net
+                                         for _, net, mask, _ in iface.addresses6)
+
+    def _learn(self, nh: Neighbor, mac: bytes, out: list, now: float) -> None:
+        """Record ``mac`` for ``nh`` and send what it held."""
+        nh.resolved(mac, now)
+        pending, nh.pending = nh.pending, []
+        for owner, packet, prio, cls in pending:
+            owner.settle(nh.iface.send(mac, ETH_P_IPV6, packet, prio, cls, out, now))
+
+    def _source_for(self, iface: L3Interface, ip: int) -> int | None:
+        """The address to speak from toward ``ip``: link-local to a link-local, else the
+        one whose subnet holds it, else the interface's first."""
+        if _is_link_local(ip):
+            return iface.link_local6
+        for addr, net, mask, _ in iface.addresses6:
+            if ip & mask == net:
+                return addr
+        return iface.addresses6[0][0] if iface.addresses6 else None
+
+    def _solicit(self, nh: Neighbor, out: list, now: float) -> None:
+        """Multicast an NS for ``nh`` to its solicited-node group (unicast when probing an
+        entry whose MAC we still have, RFC 4861 7.3.3)."""
+        iface = nh.iface
+        source = self._source_for(iface, nh.ip)
+        if source is None:
+            return
+        packet = neighbor_solicitation(source, nh.ip, self.router_mac)
+        dst_mac = nh.mac if nh.state == PROBE and nh.mac else multicast_mac6(
+            int.from_bytes(packet[24:40], "big"))
+        self.cpu.count(iface.send(dst_mac, ETH_P_IPV6, packet, 0, CPU_CLASS, out, now))
+
+    def _time_exceeded(self, iface: L3Interface, frame: bytes, off: int, total: int,
+                       out: list, now: float) -> None:
+        """ICMPv6 time exceeded (type 3, code 0) to the source, from the ingress
+        interface's address, unless RFC 4443 2.4 forbids it (an ICMPv6 error, a multicast
+        or unspecified source)."""
+        src = int.from_bytes(frame[off + 8:off + 24], "big")
+        if (src == 0 or _is_multicast(src) or src in self.local_ips
+                or (frame[off + 6] == IPPROTO_ICMPV6 and total > IPV6_HEADER_LEN
+                    and frame[off + IPV6_HEADER_LEN] < 128)):
+            return
+        source = self._source_for(iface, src)
+        if source is None:
+            return
+        message = icmpv6_error(source, src, ICMPV6_TIME_EXCEEDED, 0, frame[off:off + total])
+        self.originate(ipv6_packet(source, src, IPPROTO_ICMPV6, message), src, out, now)
+
+    def originate(self, packet: bytes, dst: int, out: list, now: float) -> None:
+        """Route a packet the switch built itself (no hop limit decrement); counted as cpu."""
+        hops = self.resolve(dst)
+        if hops.__class__ is str:
+            self.cpu.count(hops)
+            return
+        nh = hops[flow_hash6(packet, 0, self.ecmp_salt, self.hash_flow_label) % len(hops)] \
+            if len(hops) > 1 else hops[0]
+        self.cpu.count(self._send_ip(nh, packet, 0, CPU_CLASS, self.cpu, out, now))
+
+    def tick(self, now: float, out: list) -> None:
+        """NDP timers: retry or give up on unresolved next hops, re-probe old entries."""
+        for key, nh in list(self.neighbors.items()):
+            state = nh.state
+            if state == INCOMPLETE or state == PROBE:
+                if now < nh.next_retry:
+                    continue
+                if nh.tries >= NDP_TRIES:
+                    self._forget(key, nh, NDP_UNRESOLVED)
+                    continue
+                nh.tries += 1
+                nh.next_retry = now + NDP_RETRY_S
+                self._solicit(nh, out, now)
+            elif state == REACHABLE and now >= nh.expires:
+                nh.state = PROBE
+                nh.tries = 1
+                nh.next_retry = now + NDP_RETRY_S
+                self._solicit(nh, out, now)
+
+    # --- views -----------------------------------------------------------------------------
+
+    def ndp_table(self, now: float) -> list[dict]:
+        return [nh.as_dict(now) for nh in self.neighbors.values() if nh.state != NEW]
+
+    def route_table(self) -> list[dict]:
+        return [r.as_dict() for r in self.table.routes()]
