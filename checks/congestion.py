@@ -31,6 +31,7 @@ from fabric.client import fidelity
 from fabric.config import port_name
 from fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
 from labs import lock
+from labs.actions import headroom_of, without_pfc  # noqa: F401 - the checks' edits
 from labs.lab import Lab
 from labs.nic import NicSettings
 from traffic import patterns
@@ -265,21 +266,6 @@ def edit_configs(clab: Path, edit: Callable[[dict], None]) -> None:
         data = json.loads(config.read_text())
         edit(data)
         config.write_text(json.dumps(data, indent=2) + "\n")
-
-
-def without_pfc(data: dict) -> None:
-    """Every port's ``pfc_enable`` removed: the RoCE PG becomes lossy."""
-    for entry in data.get("PORT_QOS_MAP", {}).values():
-        entry.pop("pfc_enable", None)
-
-
-def headroom_of(xoff: int) -> Callable[[dict], None]:
-    """Every lossless profile's headroom (its ``xoff``) set to ``xoff`` bytes."""
-    def edit(data: dict) -> None:
-        for profile in data.get("BUFFER_PROFILE", {}).values():
-            if "xoff" in profile:
-                profile["xoff"] = str(xoff)
-    return edit
 
 
 def variant_name(lab: str, suffix: str) -> str:

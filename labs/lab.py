@@ -12,6 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -290,6 +291,11 @@ class Lab:
     def sim_s(self, wall_s: float) -> float:
         """The span a live caller means by ``wall_s``: the same, here."""
         return wall_s
+
+    def wait(self, wall_s: float) -> None:
+        """Let the fabric run ``wall_s`` with nothing added: a measurement window (a
+        deadlock must still be there after it), not a wait for a condition."""
+        time.sleep(wall_s)
 
     # --- traffic and frames (the simulator answers these in virtual time) -----------------
 
