@@ -653,18 +653,18 @@ def _print_rows(title: str, rows: list[dict], as_json: bool) -> None:
     console.print(table)
 
 
-@task(name="nic-counters", help={"json": "a traffic run's results (--json of "
-                                         "traffic.incast, alltoall, allreduce)",
+@task(name="nic-counters", help={"results": "a traffic run's results (--json of "
+                                            "traffic.incast, alltoall, allreduce)",
                                  "priority": "the RoCE priority (default: from the lab's "
                                              "first host NIC settings, else 3)"})
-def show_nic_counters(c, json="", priority=-1):
+def show_nic_counters(c, results="", priority=-1):
     """Host NIC counters named as mlx5 names them, next to rocelab's own names."""
-    if not json:
-        raise _fail("give a traffic run's results: --json FILE")
+    if not results:
+        raise _fail("give a traffic run's results: --results FILE")
     try:
-        result = __import__("json").loads(Path(json).read_text())
+        result = json.loads(Path(results).read_text())
     except (OSError, ValueError) as e:
-        raise _fail(f"{json}: {e}") from None
+        raise _fail(f"{results}: {e}") from None
     if priority < 0:
         try:
             lab = labs.running(result["lab"])
@@ -672,7 +672,7 @@ def show_nic_counters(c, json="", priority=-1):
             priority = host.nic.roce.priority if host.nic else 3
         except (*USER_ERRORS, KeyError, IndexError):
             priority = 3
-    _print_rows(f"NIC counters ({json})", show.nic_counters(result, priority), False)
+    _print_rows(f"NIC counters ({results})", show.nic_counters(result, priority), False)
 
 
 VIEW_DOCS = {
@@ -779,12 +779,13 @@ action_tasks = Collection("action", link_down, link_up, pfc_storm, variant)
 
 @task(name="check", help={"n": "the exercise's number (docs/exercises.md)",
                           "runtime": "sim (default: virtual time, in this process) or live "
-                                     "(the running lab, as the exercise left it)"})
-def exercise_check(c, n, runtime="sim"):
+                                     "(the running lab, as the exercise left it)",
+                          "answer": "your answer, for an exercise that asks for one"})
+def exercise_check(c, n, runtime="sim", answer=""):
     """Self-check of exercise N: runs the check that proves its expected result."""
     from checks import exercises
     try:
-        code = exercises.check(int(n), runtime, say=console.print)
+        code = exercises.check(int(n), runtime, answer, say=console.print)
     except (*USER_ERRORS, exercises.ExerciseError) as e:
         raise _fail(e) from None
     if code:

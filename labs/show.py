@@ -84,7 +84,7 @@ def pfc_counters(counters: dict[str, dict]) -> Rows:
     for switch, c in counters.items():
         for port, e in c["ports"].items():
             for way, key in (("Rx", "pfc_rx"), ("Tx", "pfc_tx")):
-                rows.append({"switch": switch, "Port " + way: _alias(port, e),
+                rows.append({"switch": switch, "Port": _alias(port, e), "Dir": way,
                              **{f"PFC{p}": n for p, n in enumerate(e[key])}})
     return rows
 
