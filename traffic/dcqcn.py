@@ -2,7 +2,7 @@
 as pure state machines: the notification point (NP, receiver NIC) that turns CE marks into
 CNPs, and the reaction point (RP, sender NIC) that cuts and recovers the sending rate.
 
-Time scale (DESIGN.md, "Time scale"): the lab runs every port at ``speed / S`` and stretches
+Time scale (docs/design.md, "Time scale"): the lab runs every port at ``speed / S`` and stretches
 data-plane time constants by S, keeping byte quantities unchanged. ``DcqcnParams`` holds the
 real-world values; ``DcqcnParams.scaled(S)`` gives the emulated ones: K, T and N times S,
 every rate (line rate, R_AI, R_HAI, minimum rate) divided by S, and g, B and F as they are.

@@ -2,7 +2,7 @@
 
 Per ``PFC_WD|<port>`` (action, detection_time, restoration_time) and
 ``PFC_WD|GLOBAL: POLL_INTERVAL``, for each lossless queue of the port. The rules are
-SONiC's (``reference/sonic-config.md``, "PFC watchdog"):
+SONiC's (docs/design.md, "PFC watchdog"):
 
 - storm: the queue holds bytes, transmits nothing, and PFC keeps arriving, for the
   detection time. A poll sees that over the interval since the previous poll: bytes held
@@ -18,8 +18,7 @@ SONiC's (``reference/sonic-config.md``, "PFC watchdog"):
   the storm is only reported (the queue stays paused).
 
 Timing: the watchdog is a control-plane timer in milliseconds of real time, so it is not
-scaled by the lab's time scale (congestion.md: "Control-plane timers ... need not be
-scaled"). The caller polls at ``due``: one poll interval after the last poll, or sooner
+scaled by the lab's time scale (docs/design.md, "Time scale"). The caller polls at ``due``: one poll interval after the last poll, or sooner
 when a detection or restoration deadline falls in between. A storm is then declared
 between detection_time and detection_time + poll interval after it began, and restored
 exactly restoration_time after the last PFC. (A storm shows only after one whole held
