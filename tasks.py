@@ -17,7 +17,7 @@ from rich.table import Table
 from fabric.client import AgentError
 from fabric.config import ConfigError
 from labs import lab as labs
-from labs import lock
+from labs import actions, lock, show
 from labs import state as states
 from labs.runtimes.netns import LabError
 from labs.topology import TopologyError
@@ -123,7 +123,7 @@ def status(c, name="", reuse=False):
     for link in links:
         wires.add_row(link.a, link.b, str(link.mtu), "[green]up[/]" if link.up else "[red]down[/]")
     console.print(wires)
-    drops = {r: v for n in nodes for r, v in n.counters.get("drops", {}).items() if v}
+    drops = show.drop_totals(n.counters for n in nodes)
     if drops:
         console.print("drops by reason: " + ", ".join(f"{r} {v}" for r, v in sorted(drops.items())))
     if any(n.agent_alive is False or not n.namespace_present for n in nodes):
@@ -652,6 +652,216 @@ def compare(c, name, results="", seed=0):
         raise Exit("rocelab: live and simulated verdicts differ", code=1)
 
 
+# --------------------------------------------------------------------------- operator views
+
+
+def _show_task(view: str, doc: str):
+    """A ``show.<view>`` task: the view of one switch or of every switch, deltas since the
+    last ``clear.<view>`` where SONiC keeps them (labs/show.py)."""
+    @task(name=view, help={"switch": "one switch (default: every switch)",
+                           "lab": "lab name (default: the only running lab)",
+                           "nonzero": "only rows with a count", "json": "print JSON rows"})
+    def show_view(c, switch="", lab="", nonzero=False, json=False):
+        try:
+            with _using(lab) as handle:
+                names = [switch] if switch else [s.name for s in handle.topology.switches]
+                counters = {s: handle.agent(s).counters() for s in names}
+                snaps = show.load_snapshots(states.lab_dir(handle.name), names)
+        except USER_ERRORS as e:
+            raise _fail(e) from None
+        rows = show.view(view, counters, snaps, nonzero)
+        _print_rows(f"show {view.replace('-', ' ')} ({handle.name}"
+                    + (", since clear" if snaps and view in show.CLEARABLE else "") + ")",
+                    rows, json)
+    show_view.__doc__ = doc
+    return show_view
+
+
+def _clear_task(view: str):
+    @task(name=view, help={"lab": "lab name (default: the only running lab)"})
+    def clear_view(c, lab=""):
+        try:
+            with _using(lab) as handle:
+                counters = {s.name: handle.agent(s.name).counters()
+                            for s in handle.topology.switches}
+                show.save_snapshots(states.lab_dir(handle.name), counters)
+        except USER_ERRORS as e:
+            raise _fail(e) from None
+        console.print(f"{view} cleared on {len(counters)} switches of {handle.name}: "
+                      f"show.{view} prints deltas since now")
+    clear_view.__doc__ = (f"Snapshot every switch's counters: show.{view} (and every other "
+                          "clearable view) then prints deltas since this moment.")
+    return clear_view
+
+
+def _print_rows(title: str, rows: list[dict], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        console.print(f"{title}: nothing to show")
+        return
+    table = Table(title=title)
+    for col in rows[0]:
+        table.add_column(col, justify="left" if col in ("switch", "host") or not isinstance(
+            rows[0][col], (int, float)) else "right")
+    for row in rows:
+        table.add_row(*(f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+                        for v in row.values()))
+    console.print(table)
+
+
+@task(name="nic-counters", help={"results": "a traffic run's results (--json of "
+                                            "traffic.incast, alltoall, allreduce)",
+                                 "priority": "the RoCE priority (default: from the lab's "
+                                             "first host NIC settings, else 3)"})
+def show_nic_counters(c, results="", priority=-1):
+    """Host NIC counters named as mlx5 names them, next to rocelab's own names."""
+    if not results:
+        raise _fail("give a traffic run's results: --results FILE")
+    try:
+        result = json.loads(Path(results).read_text())
+    except (OSError, ValueError) as e:
+        raise _fail(f"{results}: {e}") from None
+    if priority < 0:
+        try:
+            lab = labs.running(result["lab"])
+            host = lab.topology.hosts[0]
+            priority = host.nic.roce.priority if host.nic else 3
+        except (*USER_ERRORS, KeyError, IndexError):
+            priority = 3
+    _print_rows(f"NIC counters ({results})", show.nic_counters(result, priority), False)
+
+
+VIEW_DOCS = {
+    "pfc-counters": "show pfc counters: PFC frames received and sent per priority, per port.",
+    "queue-counters": "show queue counters: per queue, packets and bytes sent, dropped, "
+                      "ECN-marked, and the depth now.",
+    "queue-watermark": "show queue watermark unicast: the deepest each queue has been.",
+    "pg-watermark": "show priority-group watermark shared/headroom: the most each ingress "
+                    "PG has held.",
+    "pfcwd-stats": "show pfcwd stats: per watched queue, state, storms and watchdog drops.",
+    "interfaces-counters": "show interfaces counters: state, RX/TX OK and drops per port.",
+}
+show_tasks = Collection("show", show_nic_counters,
+                        *(_show_task(v, VIEW_DOCS[v]) for v in show.VIEWS))
+clear_tasks = Collection("clear", *(_clear_task(v) for v in show.CLEARABLE))
+
+
+# --------------------------------------------------------------------------- actions
+
+
+@task(name="link-down", help={"a": "node or node:iface", "b": "node or node:iface",
+                              "lab": "lab name (default: the only running lab)"})
+def link_down(c, a, b, lab=""):
+    """Take the link between A and B down at both ends, as a pulled cable."""
+    _set_link(a, b, lab, False)
+
+
+@task(name="link-up", help={"a": "node or node:iface", "b": "node or node:iface",
+                            "lab": "lab name (default: the only running lab)"})
+def link_up(c, a, b, lab=""):
+    """Bring the link between A and B back up at both ends."""
+    _set_link(a, b, lab, True)
+
+
+def _set_link(a: str, b: str, lab: str, up: bool) -> None:
+    try:
+        with _using(lab) as handle:
+            link = actions.set_link(handle, a, b, up)
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    console.print(f"{link.a} - {link.b} {'up' if up else 'down'} in {handle.name}")
+
+
+@task(name="pfc-storm", help={"host": "the host whose NIC storms", "seconds": "how long",
+                              "priority": "the priority it pauses (default: the host's "
+                                          "RoCE priority)",
+                              "lab": "lab name (default: the only running lab)"})
+def pfc_storm(c, host, seconds=1.5, priority=-1, lab=""):
+    """A host sends PFC without end on one priority for SECONDS (a broken NIC)."""
+    try:
+        with _using(lab) as handle:
+            node = handle.topology.nodes.get(host)
+            if priority < 0:
+                priority = node.nic.roce.priority if node is not None and node.nic else 3
+            with console.status(f"{host} storming priority {priority} for {seconds:g} s"):
+                storm = actions.pfc_storm(handle, host, priority, seconds)
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    console.print(f"{host}: {storm.frames} PFC frames on priority {priority} over "
+                  f"{storm.last - storm.first:.2f} s; see invoke show.pfcwd-stats")
+
+
+VARIANTS = ("nopfc", "headroom", "remark", "nowd", "updown")
+
+
+@task(help={"name": "lab name (topologies/NAME) or path to its .clab.yml",
+            "kind": "nopfc (pfc_enable removed), headroom (xoff cut to --xoff), remark "
+                    "(--host re-marks RoCE to --dscp), nowd (PFC watchdog off), updown "
+                    "(summary routes removed)",
+            "as_": "the variant's lab name (default: NAME-KIND)",
+            "host": "remark: the host", "dscp": "remark: its DSCP (default 0)",
+            "xoff": "headroom: bytes (default 1024)",
+            "runtime": "netns (default) or containerlab"})
+def variant(c, name, kind, as_="", host="", dscp=0, xoff=1024, runtime="netns"):
+    """Bring up a variant of a lab under its own name, next to it (build/variants/NAME/)."""
+    from checks import deadlock
+    edits = {"nopfc": actions.without_pfc, "headroom": actions.headroom_of(xoff),
+             "nowd": actions.without_watchdog, "updown": deadlock.up_down_routing,
+             "remark": None}
+    if kind not in edits:
+        raise _fail(f"--kind {kind!r}: one of {', '.join(VARIANTS)}")
+    if kind == "remark" and not host:
+        raise _fail("--kind remark needs --host")
+    try:
+        source = labs.topology.resolve(name)
+        new = as_ or f"{labs.lab_name(str(source))}-{kind}"
+        clab = actions.write_variant(
+            source, new, Path(__file__).resolve().parent / "build" / "variants" / new,
+            edits[kind], actions.dscp_remarked(dscp) if kind == "remark" else None,
+            (host,) if kind == "remark" else ())
+        with console.status(f"bringing up {new}"):
+            lab = labs.up(str(clab), runtime)
+    except USER_ERRORS as e:
+        raise _fail(e) from None
+    console.print(f"[green]lab {lab.name} is up[/] ({kind} variant of {name}, files in "
+                  f"{clab.parent}); invoke lab.down {lab.name} removes it")
+
+
+action_tasks = Collection("action", link_down, link_up, pfc_storm, variant)
+
+
+# --------------------------------------------------------------------------- exercises
+
+
+@task(name="check", help={"n": "the exercise's number (docs/exercises.md)",
+                          "runtime": "sim (default: virtual time, in this process) or live "
+                                     "(the running lab, as the exercise left it)",
+                          "answer": "your answer, for an exercise that asks for one"})
+def exercise_check(c, n, runtime="sim", answer=""):
+    """Self-check of exercise N: runs the check that proves its expected result."""
+    from checks import exercises
+    try:
+        code = exercises.check(int(n), runtime, answer, say=console.print)
+    except (*USER_ERRORS, exercises.ExerciseError) as e:
+        raise _fail(e) from None
+    if code:
+        raise Exit(f"rocelab: exercise {n}: not yet (see the lines above)", code=code)
+
+
+@task(name="list")
+def exercise_list(c):
+    """The exercises and the check each runs."""
+    from checks import exercises
+    for ex in exercises.EXERCISES:
+        console.print(f"{ex.number:2d}. {ex.title}  [dim]({ex.lab}: {ex.describe()})[/]")
+
+
+exercise_tasks = Collection("exercise", exercise_list)
+exercise_tasks.add_task(exercise_check, name="check")
+
+
 lab_tasks = Collection("lab", up, down, status, pingall, list_, cleanup, trace)
 lab_tasks.add_task(trace_stop, name="trace-stop")
 lab_tasks.add_task(exec_, name="exec")
@@ -662,3 +872,7 @@ ns.add_collection(Collection("image", build=build_images))
 ns.add_collection(Collection("config", lint))
 ns.add_collection(Collection("topo", generate))
 ns.add_collection(Collection("sim", compare))
+
+
+for _collection in (show_tasks, clear_tasks, action_tasks, exercise_tasks):
+    ns.add_collection(_collection)

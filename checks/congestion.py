@@ -268,21 +268,6 @@ def edit_configs(clab: Path, edit: Callable[[dict], None]) -> None:
         config.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def without_pfc(data: dict) -> None:
-    """Every port's ``pfc_enable`` removed: the RoCE PG becomes lossy."""
-    for entry in data.get("PORT_QOS_MAP", {}).values():
-        entry.pop("pfc_enable", None)
-
-
-def headroom_of(xoff: int) -> Callable[[dict], None]:
-    """Every lossless profile's headroom (its ``xoff``) set to ``xoff`` bytes."""
-    def edit(data: dict) -> None:
-        for profile in data.get("BUFFER_PROFILE", {}).values():
-            if "xoff" in profile:
-                profile["xoff"] = str(xoff)
-    return edit
-
-
 def variant_name(lab: str, suffix: str) -> str:
     """``<lab>-<suffix>-<tag>``, the lab's part shortened so that the whole is a valid lab
     name (32 characters at most) whatever the lab's length. The tag hashes both: a variant

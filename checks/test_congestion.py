@@ -18,6 +18,7 @@ import json
 import pytest
 
 from checks import congestion as cg
+from labs import actions
 from checks import plots
 from checks.report import record_evidence, record_fidelity, record_plot
 from fabric.config import iface_name, port_name
@@ -92,7 +93,7 @@ def test_lossless_incast(request, incast, lossless_run):
 
 def test_negative_control_without_pfc(request, lab, incast, congestion_dir):
     """The same incast on a copy of the configs without pfc_enable must lose frames."""
-    with cg.variant(lab, "nopfc", congestion_dir, cg.without_pfc) as other:
+    with cg.variant(lab, "nopfc", congestion_dir, actions.without_pfc) as other:
         run = cg.run_incast(other, incast, congestion_dir, "without-pfc",
                             size=message(lab, incast), count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
     keep(request, run, incast)
@@ -156,7 +157,7 @@ def test_headroom_too_small_drops(request, lab, incast, congestion_dir, lossless
     exceeds its headroom on purpose, so the fidelity recorded leaves that out."""
     frame = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
     shrunk = frame // 4
-    with cg.variant(lab, "headroom", congestion_dir, cg.headroom_of(shrunk)) as other:
+    with cg.variant(lab, "headroom", congestion_dir, actions.headroom_of(shrunk)) as other:
         run = cg.run_incast(other, incast, congestion_dir, "small-headroom",
                             size=message(lab, incast), count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
     run.fidelity["problems"] = [p for p in run.fidelity["problems"] if "after XOFF" not in p]

@@ -89,7 +89,7 @@ MIN_FRAMES_FOR_P99 = 100
 
 
 def fidelity(counters: dict) -> dict:
-    """Whether the emulation kept up, from a switch's counters (congestion.md, "Keeping a
+    """Whether the emulation kept up, from a switch's counters (docs/design.md, "Keeping a
     real-time emulation honest"): ``{"ok": bool, "problems": [...]}``. A problem is a frame
     the kernel dropped under a port (a wire loss), a lossless PG that took more bytes after
     XOFF than its headroom holds, or a paced port whose p99 lateness or p99 ingress lag,

@@ -313,6 +313,11 @@ class Lab:
         """A span of this lab's own clock as a live caller's wall seconds: the same, here."""
         return lab_s
 
+    def wait(self, wall_s: float) -> None:
+        """Let the fabric run ``wall_s`` with nothing added: a measurement window (a
+        deadlock must still be there after it), not a wait for a condition."""
+        time.sleep(wall_s)
+
     # --- traffic and frames (the simulator answers these in virtual time) -----------------
 
     def start_endpoints(self, specs: dict[str, dict], timeout_s: float, on_progress=None):

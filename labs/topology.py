@@ -24,7 +24,7 @@ from labs.nic import NIC_LABEL, NicError, NicSettings
 from labs.nic import load as load_nic
 
 # The lab's time scale S: every port runs at speed / S and data-plane time constants
-# stretch by S (DESIGN.md, "Time scale"). A node label, lab-wide when set in
+# stretch by S (docs/design.md, "Time scale"). A node label, lab-wide when set in
 # topology.defaults.labels. The default keeps a 100G frame of 1 KB at ~0.25 ms on the wire,
 # above the ~0.1-0.3 ms timer granularity of this kind of machine (machine-facts.md), so a
 # switch paces every frame on time on 2 cores.

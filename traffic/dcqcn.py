@@ -10,14 +10,14 @@ sending rate.
   to at most one per ``rate_reduce_monitor_period``, alpha is updated every ``dce_tcp_rtt``
   (up if a CNP came in that period, down otherwise), the target rate is clamped to the
   current one only after a timer increase, and the increase phases follow the stage counters
-  (reference/congestion.md, "DCQCN as ConnectX firmware runs it"; the HPCC simulator's
+  (docs/concepts.md, "DCQCN: the paper and the firmware"; the HPCC simulator's
   ``*Mlx`` functions in rdma-hw.cc are the public model of it that the unit tests compare
   with, event by event).
 
 ``ReactionPoint(params)`` builds the RP of the params' mode and ``NotificationPoint(params)``
 takes either, so the NIC does not care which mode runs.
 
-Time scale (DESIGN.md, "Time scale"): the lab runs every port at ``speed / S`` and stretches
+Time scale (docs/design.md, "Time scale"): the lab runs every port at ``speed / S`` and stretches
 data-plane time constants by S, keeping byte quantities unchanged. Params hold real-world
 values; ``scaled(S)`` gives the emulated ones: every time (a field ending in ``_s``) times
 S, every rate (``_bps``) divided by S, everything else (bytes, gains, stage counts) as it is.

@@ -1,7 +1,7 @@
 """The switch's pure data plane.
 
 Everything here takes the time as an argument and never touches sockets, threads or the
-clock (DESIGN.md, principle 4), so it can be unit-tested with exact timings and reused by
+clock (docs/design.md, principle 4), so it can be unit-tested with exact timings and reused by
 a virtual-time runtime.
 
 - ``frames``: header layouts, parse/build helpers, Internet checksum (full and RFC 1624).

@@ -3,7 +3,7 @@ headroom buffer, the XOFF/XON decisions behind PFC, occupancy, watermarks and dr
 
 Built from ``BUFFER_POOL``, ``BUFFER_PROFILE``, ``BUFFER_PG`` and ``PORT_QOS_MAP``
 (``pfc_enable``, ``pfc_to_pg_map``). Every quantity is bytes as configured, never scaled
-by the lab's time scale (DESIGN.md, "Time scale"); time is the caller's, passed in.
+by the lab's time scale (docs/design.md, "Time scale"); time is the caller's, passed in.
 
 The three parts of a PG's buffer (SAI's ingress priority group):
 
@@ -15,7 +15,7 @@ The three parts of a PG's buffer (SAI's ingress priority group):
 - headroom (lossless PGs only): where the bytes still in flight after XOFF land.
 
 Profile fields -> parts. The headroom is ``xoff`` (SAI ``XOFF_TH``); where it lives depends
-on the pool (``reference/sonic-config.md``: "size = xoff + xon (xon alone with a shared
+on the pool (docs/design.md, "Headroom": "size = xoff + xon (xon alone with a shared
 pool)"; SONiC's shared headroom pool design):
 
 - pool without shared headroom (``BUFFER_POOL`` ``xoff`` 0): the headroom is private and part

@@ -10,7 +10,7 @@ watermark is the scheduler's).
 The ECN marking point (``fabric.config.ECN_MARKING_POINTS``): marking at ``enqueue`` decides
 on the depth the frame finds as it joins the queue; marking at ``dequeue`` decides on the
 bytes still queued behind it as it leaves (HPCC's ``SwitchNotifyDequeue``), so the receiver
-learns of the queue as it is now rather than one drain time ago (congestion.md). Either way
+learns of the queue as it is now rather than one drain time ago (docs/concepts.md). Either way
 WRED's drops of Not-ECT frames happen at enqueue: a frame is dropped before it takes buffer.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (``PauseState``) and the ingress side that asks the upstream port to stop (``PfcSender``).
 
 A pause quantum is 512 bit times at the port's speed. The emulation runs every port at
-``speed / S`` (DESIGN.md, "Time scale"), and quanta count bit times at that emulated rate,
+``speed / S`` (docs/design.md, "Time scale"), and quanta count bit times at that emulated rate,
 so a pause stretches by S like every data-plane time constant: 0xFFFF quanta hold a 100G
 port for 335.5 us and a 10G port for 3.36 ms at S = 1, a thousand times longer at S = 1000.
 
@@ -128,7 +128,7 @@ class PfcSender:
     group stays in XOFF it sends again when half of that pause has run at the port's
     emulated rate, so the upstream timer is reloaded well before it could expire and let a
     burst into the headroom; at XON it sends quanta 0, which resumes the upstream at once
-    (congestion.md: "When use falls to XON ... it sends pause time 0").
+    (docs/design.md, "PFC").
 
     Each method returns ``{priority: quanta}`` for one PFC frame (``pfc_frame``), or an empty
     dict when nothing is to be sent.

@@ -15,18 +15,17 @@ Order of service (SONiC ``QUEUE|<port>|<q>: scheduler`` -> ``SCHEDULER|<name>: t
    a queue with no scheduler gets SAI's default scheduler, WRR with weight 1.
 
 A queue whose gate is closed (``gate(queue) > now``: PFC pause on its priority, see
-``pause.PauseState.until``) is skipped; the others keep flowing (congestion.md: "a
-PFC-paused queue is skipped until its pause expires or an XON arrives").
+``pause.PauseState.until``) is skipped; the others keep flowing (docs/design.md, "PFC").
 
 Pacing: a frame of L bytes holds the wire for ``L * 8 / rate_bps`` seconds, with
-``rate_bps = speed_mbps * 1e6 / S`` (DESIGN.md, "Time scale"); L is the frame as sent on the
+``rate_bps = speed_mbps * 1e6 / S`` (docs/design.md, "Time scale"); L is the frame as sent on the
 veth (no preamble, FCS or inter-frame gap, which a veth does not carry). Each frame starts at
 the earliest moment it could have: when the wire became free, the frame arrived and its
 queue's gate opened, whichever is last. That virtual timeline is exact whatever the
 caller's timing: a backlogged port sends N frames in exactly N * L * 8 / rate, and a caller
 that dequeues late catches up. How late each frame actually left (``now`` minus that
-start) is recorded in ``lateness``, the emulation's fidelity evidence (congestion.md: "a
-backlogged port dequeues packets at size/rate intervals").
+start) is recorded in ``lateness``, the emulation's fidelity evidence (docs/design.md,
+"Keeping a real-time emulation honest").
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Per ``PFC_WD|<port>`` (action, detection_time, restoration_time) and
 ``PFC_WD|GLOBAL: POLL_INTERVAL``, for each lossless queue of the port. The rules are
-SONiC's (``reference/sonic-config.md``, "PFC watchdog"):
+SONiC's (docs/design.md, "PFC watchdog"):
 
 - storm: the queue holds bytes, transmits nothing, and PFC keeps arriving, for the
   detection time. A poll sees that over the interval since the previous poll: bytes held
@@ -20,7 +20,7 @@ SONiC's (``reference/sonic-config.md``, "PFC watchdog"):
 Timing: the watchdog's detection time, restoration time and poll interval are compared with
 data-plane events (pauses of 0xFFFF quanta, incasts that hold a queue for milliseconds), so
 in a data-plane-faithful run they run in fabric time like every such constant: scaled by the
-lab's S (congestion.md, "Keeping a real-time emulation honest": a 200 ms watchdog in wall
+lab's S (docs/design.md, "Keeping a real-time emulation honest": a 200 ms watchdog in wall
 time at S = 3000 is 67 us of fabric time, shorter than ordinary congestion pauses). That is
 the ``fabric`` profile. The storm check has a short profile of its own, ``storm-check``:
 the configured milliseconds as wall time, so that a storm of a second or two shows detection

@@ -1,10 +1,10 @@
 """WRED and ECN on an egress queue: pass, CE-mark or drop a frame from the queue's depth.
 
-The curve is the one in ``reference/congestion.md`` (SAI/SONiC ``WRED_PROFILE``): the
+The curve is the one in docs/design.md, "WRED/ECN" (SAI/SONiC ``WRED_PROFILE``): the
 probability is 0 below ``min_threshold``, rises linearly from 0 at the minimum towards
 ``drop_probability`` % as the depth approaches ``max_threshold``, and is 1 from the maximum
 on (classic RED: an average at or above max_th is always acted on). Depths are bytes and
-are never scaled by the lab's time scale (DESIGN.md, "Time scale").
+are never scaled by the lab's time scale (docs/design.md, "Time scale").
 
 What happens to a selected frame follows SAI's two independent knobs, which SONiC sets from
 ``wred_<color>_enable`` (SAI_WRED_ATTR_<COLOR>_ENABLE: WRED drop) and ``ecn``

@@ -101,6 +101,10 @@ class SimLab:
     def run_for(self, seconds: float) -> None:
         self.engine.run(self.engine.now_ps + to_ps(seconds))
 
+    def wait(self, wall_s: float) -> None:
+        """``Lab.wait``: the same fabric span, in simulated time."""
+        self.run_for(self.sim_s(wall_s))
+
     def down(self, logs: Path | None = None) -> None:
         """Close open traces; nothing else outlives the process (no agent logs either)."""
         for switch in self.net.switches.values():

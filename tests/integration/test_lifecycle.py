@@ -127,11 +127,12 @@ def test_a_check_that_brings_the_lab_up_records_what_it_deployed(tmp_path):
 VARIANT_CHECK = """
 import threading
 from checks import congestion as cg
+from labs import actions
 from labs import lab as labs
 
 def test_variant(tmp_path):
     lab = labs.running({lab!r})
-    with cg.variant(lab, "nopfc", tmp_path, cg.without_pfc) as other:
+    with cg.variant(lab, "nopfc", tmp_path, actions.without_pfc) as other:
         print("VARIANT_UP", other.name, flush=True)
         threading.Event().wait(120)
 """

@@ -1,0 +1,155 @@
+"""Victim flows, and the three RoCE modes side by side.
+
+- **Victim flow**: a flow from another rack to *another* host on the congested switch,
+  sharing only the links into that switch with the incast; its goodput is measured in every
+  mode next to its goodput alone. (In this lab's 2:1 cross-rack incast PFC barely fires, so
+  no assertion rests on it yet; ``checks/test_deadlock.py`` asserts the victims a deadlock
+  makes.)
+- **Modes** (NVIDIA's three, as rocelab builds them from the lab's files):
+  - *lossless*: PFC and ECN/DCQCN, the lab as shipped;
+  - *semi-lossless*: PFC only at the edge (switch ports toward hosts keep ``pfc_enable``,
+    ports between switches lose it), ECN/DCQCN on: a switch still pauses its own hosts,
+    the fabric drops rather than pause;
+  - *lossy*: ECN/DCQCN only, no ``pfc_enable`` anywhere.
+  Each runs the same incast plus victim; the trade-offs measured (goodput, drops,
+  retransmissions, pause time, completion p99, the victim's goodput) go to ``modes.json``.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from checks import congestion as cg
+from checks.report import record_evidence, record_fidelity
+from fabric.config import port_name
+from labs import actions
+from traffic import patterns
+
+QPS = 4
+MESSAGES = 2
+DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
+
+
+@pytest.fixture(scope="session")
+def incast(lab):
+    try:
+        return cg.incast_of(lab)
+    except ValueError as e:
+        pytest.skip(str(e))
+
+
+def victim_of(lab, incast: cg.Incast) -> patterns.FlowSpec | None:
+    """A flow from a sender on another switch to a host of the congested switch that is
+    not the receiver: it shares the paused links into the switch and nothing else (its
+    sender sends nothing else, so it is left out of the incast)."""
+    topo = lab.topology
+
+    def switch_of(host: str) -> str | None:
+        link = next((k for k in topo.links if host in (k.a.node, k.b.node)), None)
+        if link is None:
+            return None
+        return link.b.node if link.a.node == host else link.a.node
+
+    local = [h for h in sorted(incast.senders) if switch_of(h) == incast.switch]
+    remote = [h for h in sorted(incast.senders) if switch_of(h) != incast.switch]
+    if not local or len(remote) < 2:
+        return None
+    # as much as one incast sender sends: it is on the wire for the whole incast
+    size = incast.message_size(QPS, MESSAGES, _mtu(lab, incast)) * QPS
+    return patterns.FlowSpec(remote[0], local[0], size, MESSAGES, qp=99)
+
+
+def _mtu(lab, incast) -> int:
+    return patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+
+
+def edge_only_pfc(lab):
+    """A ``config_db.json`` edit: ``pfc_enable`` kept only on ports wired to hosts."""
+    hosts = {h.name for h in lab.topology.hosts}
+    by_hostname = {}
+    for node in lab.topology.switches:
+        edge = set()
+        for link in lab.topology.links:
+            for mine, peer in ((link.a, link.b), (link.b, link.a)):
+                if mine.node == node.name and peer.node in hosts:
+                    edge.add(port_name(mine.iface))
+        by_hostname[node.config.hostname or node.name] = edge
+
+    def edit(data: dict) -> None:
+        name = data.get("DEVICE_METADATA", {}).get("localhost", {}).get("hostname")
+        edge = by_hostname.get(name, set())
+        for port, entry in data.get("PORT_QOS_MAP", {}).items():
+            if port not in edge:
+                entry.pop("pfc_enable", None)
+    return edit
+
+
+def measure(lab, incast: cg.Incast, victim, folder, name: str, nic) -> dict:
+    """The incast and the victim together; the figures a mode is judged by."""
+    mtu = _mtu(lab, incast)
+    size = incast.message_size(QPS, MESSAGES, mtu)
+    senders = [s for s in incast.senders if s != victim.src]  # the victim's NIC is its own
+    flows = patterns.incast(incast.receiver, senders, size, MESSAGES, QPS)
+    out = folder / name
+    with cg.observe(lab, out, []) as seen:
+        result = patterns.run(lab, flows + [victim], pattern=name, timeout_s=180, nic=nic)
+    run = cg.Run(**vars(seen), name=name, result=result)
+    (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
+    mine = next(f for f in result["flows"] if f["name"] == victim.name)
+    rest = [f for f in result["flows"] if f["name"] != victim.name]
+    p99 = max((f["completion_s"]["p99"] for f in rest if f["completion_s"]), default=None)
+    return {"complete": result["complete"],
+            "incast_goodput_gbps": round(sum(f["bytes"] for f in rest if f["complete"])
+                                         * 8 / result["elapsed_s"] / 1e9
+                                         * result["time_scale"], 2),
+            "drops": sum(run.drop_reasons().values()),
+            "retransmitted": sum(f["retransmitted"] for f in rest),
+            "pfc_sent": run.pfc_sent(), "paused_s": round(run.paused_s(incast.priority), 6),
+            "ecn_marks": run.marks(), "cnps": run.cnps(),
+            "completion_p99_s": p99,
+            "victim_goodput_gbps": round(mine["goodput_bps"] * result["time_scale"] / 1e9, 2)
+            if mine["complete"] else 0.0,
+            "fidelity": seen.fidelity}
+
+
+def alone(lab, victim, nic) -> float:
+    result = patterns.run(lab, [victim], pattern="victim-alone", timeout_s=60, nic=nic)
+    flow = result["flows"][0]
+    assert flow["complete"], f"the victim {victim.name} alone did not complete"
+    return flow["goodput_bps"] * result["time_scale"] / 1e9
+
+
+@pytest.fixture(scope="session")
+def modes(lab, incast, results):
+    """Every mode measured once; PFC alone (DCQCN off) too, for the victim check."""
+    victim = victim_of(lab, incast)
+    if victim is None:
+        pytest.skip(f"no host on {incast.switch} besides {incast.receiver} and one elsewhere: "
+                    "no victim flow in this lab")
+    folder = results / "modes"
+    folder.mkdir(exist_ok=True)
+    table = {"victim": victim.name, "victim_alone_gbps": round(alone(lab, victim, None), 2)}
+    table["lossless"] = measure(lab, incast, victim, folder, "lossless", None)
+    table["pfc-only"] = measure(lab, incast, victim, folder, "pfc-only", DCQCN_OFF)
+    with cg.variant(lab, "semi", folder, edge_only_pfc(lab)) as other:
+        table["semi-lossless"] = measure(other, incast, victim, folder, "semi-lossless", None)
+    with cg.variant(lab, "lossy", folder, actions.without_pfc) as other:
+        table["lossy"] = measure(other, incast, victim, folder, "lossy", None)
+    (folder / "modes.json").write_text(json.dumps(table, indent=1) + "\n")
+    return {**table, "file": folder / "modes.json"}
+
+
+def test_roce_modes(request, modes):
+    """Lossless drops nothing and pauses; lossy never pauses and loses frames or relies on
+    marks; semi-lossless pauses only at the edge and drops in the fabric."""
+    lossless, semi, lossy = modes["lossless"], modes["semi-lossless"], modes["lossy"]
+    record_evidence(request, modes["file"])
+    for mode in (lossless, semi, lossy):
+        record_fidelity(request, mode["fidelity"])
+    assert lossless["drops"] == 0 and lossless["retransmitted"] == 0, lossless
+    assert lossless["ecn_marks"] > 0, f"lossless mode never marked: {lossless}"
+    assert lossy["pfc_sent"] == 0, f"lossy mode paused: {lossy}"
+    assert lossy["ecn_marks"] > 0, f"lossy mode never marked: {lossy}"
+    assert semi["pfc_sent"] <= lossless["pfc_sent"] or lossless["pfc_sent"] == 0, (semi,
+                                                                                   lossless)
