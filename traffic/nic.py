@@ -70,7 +70,8 @@ class Nic:
     """
 
     def __init__(self, settings: NicSettings, line_bps: float, time_scale: float = 1.0,
-                 rate_sample_s: float = RATE_SAMPLE_S, *, late_credit: bool = False) -> None:
+                 rate_sample_s: float = RATE_SAMPLE_S, *, late_credit: bool = False,
+                 max_rate_points: int = MAX_RATE_POINTS) -> None:
         """``line_bps`` is the port's emulated rate (speed / S); DCQCN's parameters are the
         settings' for the real speed, scaled by S. ``late_credit``: see the module."""
         if line_bps <= 0 or time_scale <= 0 or rate_sample_s <= 0:
@@ -79,6 +80,7 @@ class Nic:
         self.line_bps = line_bps
         self.time_scale = time_scale
         self.rate_sample_s = rate_sample_s
+        self.max_rate_points = max_rate_points  # per sender: a fabric's QPs share a budget
         self.late_credit = late_credit
         dcqcn = settings.dcqcn
         self.params: DcqcnParams | None = (
@@ -404,7 +406,7 @@ class Nic:
     def _sample_rate(self, flow: SendFlow, now: float) -> None:
         """A point of the flow's rate series: at each cut and each sampling tick."""
         series = flow.rate_series
-        if len(series) < MAX_RATE_POINTS and not flow.rc.done:
+        if len(series) < self.max_rate_points and not flow.rc.done:
             series.append([now, flow.rate(now)])
 
     # --- results -------------------------------------------------------------------------

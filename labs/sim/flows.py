@@ -16,7 +16,7 @@ from fabric.model.frames import pfc_frame
 from labs.nic import NicSettings
 from labs.sim.engine import to_ps
 from labs.sim.host import SimHost
-from traffic.nic import Nic
+from traffic.nic import MAX_RATE_POINTS, Nic
 
 if TYPE_CHECKING:
     from labs.runtimes.sim import SimLab
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 START_JITTER_FABRIC_S = 1e-6  # flows start within this much fabric time of each other
 DONE_POLL_FABRIC_S = 20e-6  # how often a run looks whether every flow is complete
 RATE_SAMPLE_WALL_S = 0.005  # the live endpoint's rate-series interval, in live wall time
+RATE_SAMPLE_MIN_FABRIC_S = 2e-6  # but no finer than this: a sample walks every QP of a NIC
+RATE_POINTS = 1_000_000  # rate-series points over all senders: ~100 MB at fabric scale
 STORM_QUANTA = 0xFFFF
 
 
@@ -35,6 +37,8 @@ class SimRunning:
         self.lab = lab
         self.engine = engine = lab.engine
         self.on_progress = on_progress
+        senders = sum(len(spec["send"]) for spec in specs.values())
+        self.points = max(50, min(MAX_RATE_POINTS, RATE_POINTS // max(1, senders)))
         self.nics = {name: self._nic(name, spec) for name, spec in specs.items()}
         self.t0 = engine.now
         self.limit_ps = engine.now_ps + to_ps(lab.sim_s(timeout_s))
@@ -52,7 +56,9 @@ class SimRunning:
         lab = self.lab
         nic = Nic(NicSettings.model_validate(spec["nic"]),
                   spec["speed_mbps"] * 1e6 / lab.time_scale, lab.time_scale,
-                  rate_sample_s=lab.sim_s(RATE_SAMPLE_WALL_S))
+                  rate_sample_s=max(lab.sim_s(RATE_SAMPLE_WALL_S),
+                                    RATE_SAMPLE_MIN_FABRIC_S * lab.time_scale),
+                  max_rate_points=self.points)
         src_ip, src_mac = lab.host_addresses()[name], lab.mac(name, spec["iface"])
         for flow in spec["send"]:
             nic.add_sender(flow, nic.headers("data", **self._ends(name, src_mac, src_ip, flow)))
