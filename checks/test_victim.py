@@ -29,7 +29,6 @@ VOLUME = 4  # x the incast's usual message size (congestion.Incast.message_size)
 #             last long enough that the start-up transient does not decide the figures
 DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
 DCQCN_ON = {"*": {"dcqcn": {"enabled": True}}}
-LOST = 0.75  # under PFC alone the victim keeps at most this share of its goodput alone
 RECOVERED = 0.15  # with DCQCN it gets back at least this share of its goodput alone
 
 
@@ -102,7 +101,7 @@ def figures(lab, scenario, results):
 
 def test_victim_loses_under_pfc_and_recovers_with_dcqcn(request, figures):
     """Under PFC alone the victim, which never crosses the congested port, is paused on the
-    shared link and keeps at most LOST of its goodput alone, with no drop anywhere; with
+    shared link and keeps at most vm.LOST of its goodput alone, with no drop anywhere; with
     DCQCN the shared link is paused less and the victim gets back at least RECOVERED."""
     record_evidence(request, figures["file"])
     alone, pfc, dcqcn = figures["alone_gbps"], figures["pfc-only"], figures["dcqcn"]
@@ -113,7 +112,7 @@ def test_victim_loses_under_pfc_and_recovers_with_dcqcn(request, figures):
     assert not pfc["drops"], f"PFC alone dropped frames (not lossless): {pfc['drops']}"
     assert pfc["shared_link"]["pfc_sent"] > 0, \
         f"the shared link was never paused: no victim scenario: {pfc['shared_link']}"
-    assert pfc["victim_gbps"] <= LOST * alone, \
+    assert pfc["victim_gbps"] <= vm.LOST * alone, \
         f"under PFC alone the victim kept {pfc['victim_gbps']} of {alone} Gb/s alone"
     assert dcqcn["shared_link"]["paused_s"] < pfc["shared_link"]["paused_s"], \
         f"DCQCN did not reduce the pauses on the shared link: {dcqcn['shared_link']} vs " \

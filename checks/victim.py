@@ -25,6 +25,7 @@ from labs.topology import Topology
 from traffic import patterns
 
 VICTIM_QP = 99  # the victim's QP number: apart from the incast's QPs 0..QPS-1
+LOST = 0.75  # under PFC alone a pause-only victim keeps at most this share of its goodput
 
 
 @dataclass(frozen=True)
