@@ -4,10 +4,9 @@
   sharing only the links into that switch with the incast; its goodput is measured in every
   mode next to its goodput alone. Asserted only where the lab makes it a pause-only victim
   (``checks.victim.victim_of``, e.g. ``pfc-victim``) and PFC alone paused: it then keeps at
-  most ``vm.LOST`` of its goodput alone. Its recovery with DCQCN is asserted by
-  ``checks/test_victim.py``, whose incast comes from the victim's side only: with a local
-  sender too, firmware DCQCN still pauses the shared link (sim, pfc-victim: 52.5 Gb/s under
-  PFC alone, 49.7 with DCQCN, of 98.6 alone).
+  most ``vm.LOST`` of its goodput alone (sim, pfc-victim: 54.0 of 98.3 Gb/s; 98.1 lossless,
+  where DCQCN kept every PG below XOFF). Its recovery with DCQCN is asserted by
+  ``checks/test_victim.py``, on a longer incast that pauses even with DCQCN on.
 - **Modes** (NVIDIA's three, as rocelab builds them from the lab's files):
   - *lossless*: PFC and ECN/DCQCN, the lab as shipped;
   - *semi-lossless*: PFC only at the edge (switch ports toward hosts keep ``pfc_enable``,
