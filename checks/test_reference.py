@@ -123,8 +123,14 @@ def test_reference_port_unfairness(lab, scenarios, evidence):
         w = ref.windows(lab, flows, run_s, [run_s / 2], nic=nic,
                         pattern=f"reference-unfairness-{name}")
         drain(lab)
-        figures[name] = {"shares_second_half": goodputs(lab, w, senders,
-                                                        bottleneck.speed_bps, 1, 2),
+        rates = goodputs(lab, w, senders, bottleneck.speed_bps, 1, 2)
+        total = sum(rates.values()) or 1.0
+        # shares of what the senders sent: the queues' growth within the window cancels
+        figures[name] = {"of_line_second_half": rates,
+                         "shares_second_half": {h: round(r / total, 4) for h, r in rates.items()},
+                         "bottleneck_second_half": round(w.rate_bps(
+                             1, 2, bottleneck.switch, bottleneck.port, "tx_bytes")
+                             / bottleneck.speed_bps, 4),
                          "pfc": w.pfc_sent(0, 2)}
     save(evidence, "unfairness", figures)
     pfc, dcqcn = figures["pfc_only"]["shares_second_half"], figures["dcqcn"]["shares_second_half"]
