@@ -128,8 +128,8 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
                "xoff_share": round(run.xoff_share(incast.switch, incast.port), 3),
                "bottleneck_share": round(bottleneck_share(lab, incast, run), 3),
                "bottleneck_share_without": round(bottleneck_share(lab, incast, lossless_run), 3),
-               "elapsed_s": round(run.result["elapsed_s"], 3),
-               "elapsed_s_without": round(lossless_run.result["elapsed_s"], 3)}
+               "elapsed_s": round(run.result["elapsed_s"], 6),
+               "elapsed_s_without": round(lossless_run.result["elapsed_s"], 6)}
     (run.folder / "comparison.json").write_text(json.dumps(figures, indent=1) + "\n")
     record_evidence(request, run.folder / "comparison.json")
     assert run.result["complete"], f"not every message arrived: {run.summary()}"
