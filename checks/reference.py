@@ -66,7 +66,9 @@ def load(topo) -> dict[str, dict[str, Any]]:
     try:
         doc = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
-        raise ReferenceError(f"{path}: not YAML ({e})") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ReferenceError(f"{path}: not YAML{where}") from None
     if not isinstance(doc, dict):
         raise ReferenceError(f"{path}: a mapping of scenario -> roles, not {type(doc).__name__}")
     hosts = {h.name for h in topo.hosts}
