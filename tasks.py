@@ -232,7 +232,7 @@ def trace_stop(c, node, lab=""):
     except USER_ERRORS as e:
         raise _fail(e) from None
     console.print(f"{end['path']}: {end['samples']} samples, {end['bytes']} bytes, "
-                  f"{end['seconds']:g} s, ended: {end['reason']}")
+                  f"{end['seconds']:g} s, ended: {end['reason']}", soft_wrap=True)
 
 
 def _default_trace_path(lab: str, node: str) -> Path:

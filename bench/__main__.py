@@ -50,7 +50,8 @@ def sim_rows(table: Table, out: dict) -> None:
                                ("allreduce_1024", "1024 hosts all-reduce 1 MiB", "report")):
         run = out.get(key, {})
         if "wall_s" in run:
-            table.add_row(label, f"{run['wall_s']:.0f} s, {run['peak_rss_mib']:,.0f} MiB",
+            table.add_row(label, f"{run['wall_s']:.0f} s ({run['cpu_s']:.0f} s CPU), "
+                                 f"{run['peak_rss_mib']:,.0f} MiB",
                           f"{run['simulated_s'] * 1e3:.2f} ms simulated, "
                           f"{run['frame_hops_per_s']:,.0f} frame-hops/s",
                           "complete" if run["complete"] else "INCOMPLETE", target)

@@ -107,12 +107,14 @@ def run_pattern(pattern: str, lab_name: str, size: int) -> dict:
     result = patterns.run(lab, flows, pattern=pattern, timeout_s=3600)
     wall = time.perf_counter() - start
     hops = frame_hops(lab)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"lab": lab_name, "pattern": pattern, "hosts": len(hosts),
             "switches": len(lab.topology.switches), "flows": len(flows), "size": size,
             "complete": result["complete"], "simulated_s": result["elapsed_s"],
-            "build_s": built, "wall_s": wall, "frame_hops": hops,
+            "build_s": built, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "frame_hops": hops,
             "frame_hops_per_s": hops / (wall - built), "events": lab.engine.events,
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_rss_mib": usage.ru_maxrss / 1024}
 
 
 def largest_alltoall(run: dict) -> int:

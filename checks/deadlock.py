@@ -19,8 +19,10 @@ congestion.
 Times: the scenario's spans are given in fabric time and converted for the runtime. A live
 lab runs the fabric S times slower than wall time, the simulator maps a caller's wall
 seconds through the live S (``SimLab.sim_s``); both mean the same fabric span by
-``fabric_s x S_live`` wall seconds. The PFC watchdog is a control-plane timer in real
-milliseconds, never scaled: ``watchdog_wall`` converts it.
+``fabric_s x S_live`` wall seconds. The PFC watchdog's detection and restoration times run
+in fabric time too (``fabric.model.watchdog``, the ``fabric`` profile): its 200 ms are
+200 ms x S of a switch's clock, ``watchdog_wall`` converts them. Live, at S = 3000, that is
+ten minutes of wall time per detection, too long for a check: ``LIVE_WAIT_LIMIT_S``.
 """
 from __future__ import annotations
 
@@ -94,10 +96,13 @@ def fabric_wall(topo: Topology, fabric_s: float) -> float:
     return fabric_s * live_scale(topo)
 
 
-def watchdog_wall(lab, watchdog_s: float) -> float:
-    """The wall seconds a caller gives for ``watchdog_s`` of the watchdog's own (unscaled)
-    time: the same live, ``1 / sim_s(1)`` times more in the simulator."""
-    return watchdog_s / lab.sim_s(1.0)
+LIVE_WAIT_LIMIT_S = 120.0  # wall seconds a live check may wait for the watchdog
+
+
+def watchdog_wall(lab, watchdog_s: float, switch: str) -> float:
+    """The wall seconds a caller gives for ``watchdog_s`` of ``switch``'s configured
+    watchdog time, which runs in fabric time (x the switch's S on its own clock)."""
+    return lab.wall_s(watchdog_s * lab.node_time_scale(switch))
 
 
 def stuck_queues(topo: Topology, before: dict[str, dict], after: dict[str, dict], queue: int,

@@ -55,6 +55,7 @@ EXERCISES = (
              ("live",)),
     Exercise(11, "Find the misconfigured switch", "course-mystery"),
     Exercise(12, "Break and heal a deadlock", "pfc-deadlock", "deadlock"),
+    Exercise(13, "A victim of PFC", "pfc-victim", "victim_loses_under_pfc"),
 )
 
 

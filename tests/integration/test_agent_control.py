@@ -143,13 +143,19 @@ def test_another_user_can_neither_reach_the_socket_nor_talk_to_it(switch):
     _, agent, client = switch
     assert as_nobody(agent.control) == {"connect": "EACCES"}  # the folder is 0700
     folder, sock = Path(agent.control).parent, Path(agent.control)
-    folder.chmod(0o711)  # opened up by mistake: the peer check still refuses
+    # opened up by mistake, the folders on the way included (the tests' state root sits in
+    # pytest's private 0700 tmp folder): the peer check still refuses
+    closed = [(p, p.stat().st_mode & 0o7777) for p in (folder, *folder.parents)
+              if not p.stat().st_mode & 0o001]
+    for path, mode in closed:
+        path.chmod(mode | 0o711)
     sock.chmod(0o666)
     try:
         reply = as_nobody(agent.control)
     finally:
         sock.chmod(0o600)
-        folder.chmod(0o700)
+        for path, mode in closed:
+            path.chmod(mode)
     assert reply == {"ok": False, "error": f"permission denied for uid {NOBODY}"}
     assert client.ping()["control"]["refused_peer"] == 1
     assert "refused pid" in Path(agent.log).read_text()

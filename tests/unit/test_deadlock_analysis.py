@@ -83,9 +83,19 @@ def test_drops_are_deltas_summed_over_switches():
     assert dl.drops(before, after) == {"no_route": 5}
 
 
-def test_watchdog_wall_converts_the_unscaled_timer():
-    sim = labs.simulated("pfc-deadlock")
-    assert sim.sim_s(dl.watchdog_wall(sim, 0.2)) == pytest.approx(0.2)
+def test_watchdog_wall_runs_the_timer_in_fabric_time():
+    """0.2 s of watchdog time is 0.2 s x S of a switch's clock, whatever the runtime."""
+    sim = labs.simulated("pfc-deadlock", time_scale=2.0)
+    switch = sim.topology.switches[0].name
+    assert sim.sim_s(dl.watchdog_wall(sim, 0.2, switch)) == pytest.approx(0.4)
+
+    class Live:  # the live lab's clock is wall time
+        def wall_s(self, s: float) -> float:
+            return s
+
+        def node_time_scale(self, node: str) -> float:
+            return 3000.0
+    assert dl.watchdog_wall(Live(), 0.2, switch) == pytest.approx(600.0)
 
 
 def test_variant_files(tmp_path):

@@ -1,0 +1,102 @@
+"""Victim flows: congestion spreading through PFC to a flow that never crosses the congested
+port.
+
+The incast (``checks.congestion.incast_of``) congests the receiver's switch C at its port
+toward the receiver. The victim is a flow from a sender on another switch V to *another* host
+on C (not the receiver): it shares with the incast only the links between V and C, which C
+pauses when its ingress PG on them reaches XOFF. Its sender sends nothing else (it leaves the
+incast), and nothing else goes to its receiver.
+
+Whether a lost throughput is PFC's doing depends on the links: the scenario is **pause-only**
+when V is wired straight to C and each V-C link alone carries every remote sender at its
+port's speed (the victim and every incast sender not on C): then neither ECMP nor the
+incast's own load can congest the victim anywhere but by a pause. ``pfc-victim`` is built so
+(a 400G link for three 100G hosts); ``roce-v2-leafspine``'s victim crosses ECMP spine
+uplinks that the incast also loads, so its figures mix queueing with pausing and no verdict
+rests on them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checks.congestion import Incast
+from fabric.config import port_name
+from labs.topology import Topology
+from traffic import patterns
+
+VICTIM_QP = 99  # the victim's QP number: apart from the incast's QPs 0..QPS-1
+LOST = 0.75  # under PFC alone a pause-only victim keeps at most this share of its goodput
+
+
+@dataclass(frozen=True)
+class Victim:
+    """The victim flow, the incast that goes with it, and whether only pauses can hurt it."""
+
+    src: str
+    dst: str
+    senders: tuple[str, ...]  # the incast's senders, the victim's sender left out
+    shared: tuple[str, ...]  # C's interfaces toward V: the links the victim shares
+    pause_only: bool
+    why: str  # the figures pause_only rests on, or why it is false
+
+    def flow(self, size: int, count: int) -> patterns.FlowSpec:
+        return patterns.FlowSpec(self.src, self.dst, size, count, qp=VICTIM_QP)
+
+
+def attachment(topo: Topology, host: str) -> tuple[str, str] | None:
+    """(switch, switch interface) a host is wired to; None for an unwired host."""
+    for link in topo.links:
+        for mine, peer in ((link.a, link.b), (link.b, link.a)):
+            if mine.node == host and peer.node in topo.nodes \
+                    and topo.nodes[peer.node].is_switch:
+                return peer.node, peer.iface
+    return None
+
+
+def port_speed(topo: Topology, switch: str, iface: str) -> int:
+    """Mb/s of a switch interface, from its config's PORT table."""
+    return topo.nodes[switch].config.ports[port_name(iface)].speed_mbps
+
+
+def victim_of(topo: Topology, incast: Incast) -> Victim | None:
+    """The lab's victim: the first remote incast sender (by name) sends to the first host of
+    the congested switch (by name) that is neither the receiver nor unwired. None when the
+    lab has no such pair or too few remote senders to congest anything without it."""
+    where = {h: attachment(topo, h) for h in incast.senders}
+    local = sorted(h for h, at in where.items() if at and at[0] == incast.switch)
+    remote = sorted(h for h, at in where.items() if at and at[0] != incast.switch)
+    if not local or len(remote) < 2:
+        return None
+    src, dst = remote[0], local[0]
+    sender_switch = where[src][0]
+    shared = tuple(sorted(iface for iface, peer, _ in incast.upstream if peer == sender_switch))
+    senders = tuple(h for h in incast.senders if h != src)
+    offered = sum(port_speed(topo, *where[h]) for h in remote)
+    if not shared:
+        return Victim(src, dst, senders, shared, False,
+                      f"{sender_switch} (the victim's) is not wired to {incast.switch}: its "
+                      "path crosses links and queues the incast loads too")
+    narrowest = min(port_speed(topo, incast.switch, i) for i in shared)
+    fits = narrowest >= offered
+    why = (f"{incast.switch}-{sender_switch}: {len(shared)} link(s), the narrowest "
+           f"{narrowest} Mb/s {'>=' if fits else '<'} {offered} Mb/s that every remote sender "
+           f"({', '.join(remote)}) offers")
+    return Victim(src, dst, senders, shared, fits, why)
+
+
+def shared_pause(before: dict[str, dict], after: dict[str, dict], incast: Incast,
+                 victim: Victim) -> dict[str, float]:
+    """PFC frames the congested switch sent on the shared links (lossless priority), and the
+    seconds (as the counters keep them: wall live, simulated in sim) its peers held that
+    priority paused toward it, between two counter readings."""
+    def total(side: dict[str, dict], key: str, node: str, ifaces: list[str]) -> float:
+        ports = side[node]["ports"]
+        return sum(ports[port_name(i)][key][incast.priority] for i in ifaces)
+
+    sent = total(after, "pfc_tx", incast.switch, list(victim.shared)) \
+        - total(before, "pfc_tx", incast.switch, list(victim.shared))
+    peers = [(peer, peer_iface) for iface, peer, peer_iface in incast.upstream
+             if iface in victim.shared]
+    paused = sum(total(after, "paused_s", p, [i]) - total(before, "paused_s", p, [i])
+                 for p, i in peers)
+    return {"pfc_sent": int(sent), "paused_s": paused}
