@@ -27,9 +27,6 @@ from labs import state as states
 from labs import topology
 from labs.topology import Topology
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rocelab checks")
     group.addoption("--lab", default=None, metavar="NAME",
@@ -135,7 +132,7 @@ def results(request) -> Path:
     folder = results_dir(request.config)
     if folder is None:
         name = labs.lab_name(request.config.getoption("lab") or "lab")
-        folder = ROOT / "results" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        folder = Path.cwd() / "results" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

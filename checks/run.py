@@ -34,9 +34,10 @@ AGENT_LOGS = "agent-logs"  # in the results folder
 
 
 def fresh_results(lab_name: str, base: Path | None = None) -> Path:
-    """A new folder ``results/<lab>-<YYYYmmdd-HHMMSS>[-N]``, created here: two runs in the
-    same second (even in two processes: mkdir is atomic) get two folders."""
-    base = base or ROOT / "results"
+    """A new folder ``results/<lab>-<YYYYmmdd-HHMMSS>[-N]`` under the current directory
+    (where the user runs the command, not where the package is installed), created here: two
+    runs in the same second (even in two processes: mkdir is atomic) get two folders."""
+    base = (base or Path.cwd() / "results").resolve()
     base.mkdir(parents=True, exist_ok=True)
     stem = f"{lab_name}-{time.strftime('%Y%m%d-%H%M%S')}"
     for n in itertools.count(1):
@@ -66,8 +67,9 @@ def given_results(results: str | Path, overwrite: bool) -> Path:
 
 def pytest_argv(lab: str, results: Path, k: str | None = None,
                 extra: list[str] | None = None) -> list[str]:
-    """``extra``: more pytest options, e.g. ``--runtime sim --seed 3``."""
-    """The pytest command line: the checks, the report plugin, JUnit XML in ``results``."""
+    """The pytest command line: the checks, the report plugin, JUnit XML in ``results``;
+    ``extra``: more pytest options, e.g. ``--runtime sim --seed 3``. It runs in the
+    package's folder (``ROOT``), so every path in it is absolute."""
     argv = [sys.executable, "-m", "pytest", str(ROOT / "checks"),
             "-p", "checks.report", "-p", "no:cacheprovider",
             "--lab", lab, "--results", str(results),
@@ -94,7 +96,8 @@ def run(spec: str, k: str | None = None, results: str | Path | None = None,
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
         report.provisional(folder, topo.name, "sim", None)
-        argv = pytest_argv(str(topo.path), folder, k, ["--runtime", "sim", *(extra or [])])
+        argv = pytest_argv(str(topo.path.resolve()), folder, k,
+                           ["--runtime", "sim", *(extra or [])])
         return _pytest(argv, say), folder
     with traces_allowed_in(Path(results) if results else None):
         return _run(spec, k, results, runtime, say, extra, reuse, overwrite)
