@@ -133,3 +133,32 @@ def control_dscp(configs: Iterable[SwitchConfig], lossless: frozenset[int],
         if all(tc_of_dscp(c, p, d)[0] not in lossless for c in loaded for p in qos_ports(c)):
             return d
     return None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One classification probe: its test id, what it sends, and whether it is lossless."""
+
+    id: str
+    value: int
+    lossless: bool
+
+
+def dscp_cases(e: Expectations, configs: Iterable[SwitchConfig]) -> list[Case]:
+    """RoCEv2 probes: each lossless class's DSCP, then a lossy control DSCP (not the CNPs')."""
+    cases = [Case(f"dscp{c.dscp}-lossless", c.dscp, True)
+             for c in e.classes if c.dscp is not None]
+    control = control_dscp(configs, e.lossless, avoid=[e.cnp_dscp])
+    if control is not None:
+        cases.append(Case(f"dscp{control}-control", control, False))
+    return cases
+
+
+def pcp_cases(e: Expectations) -> list[Case]:
+    """RoCEv1 probes: one per lossless priority."""
+    return [Case(f"pcp{p}-lossless", p, True) for p in sorted(e.lossless)]
+
+
+def of_topology(topology: Topology) -> Expectations:
+    """A loaded lab's expectations (its switch configs parsed, as a running lab's are)."""
+    return expectations(topology, [n.config for n in topology.switches])
