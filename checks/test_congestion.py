@@ -24,6 +24,7 @@ import pytest
 from checks import classes
 from checks import congestion as cg
 from checks import plots
+from checks.outcome import missing_capability
 from checks.report import record_evidence, record_fidelity, record_plot
 from fabric.config import iface_name, port_name
 from fabric.qos import bound, pg_of_tc, tc_of_dscp
@@ -181,6 +182,9 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
     """A host pauses its link without end: the watchdog detects the storm within
     detection_time .. detection_time + poll, acts, restores after the storm; other
     priorities keep flowing meanwhile."""
+    if getattr(lab, "runtime", None) is None:
+        missing_capability(f"the {lab.runtime_name} runtime runs no process on a host, and "
+                           "the storm is one (traffic.storm)")
     stormer, source = incast.senders[0], incast.receiver
     switch = lab.topology.nodes[incast.switch]
     link = next(k for k in lab.topology.links
