@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from checks import outcome
 from labs.state import write_atomic
 
 ICONS = {"passed": "✅ PASS", "failed": "❌ FAIL", "error": "⚠️ ERROR", "skipped": "⏭️ SKIP"}
@@ -28,6 +29,11 @@ def verdict(checks: list[dict]) -> str:
     count = {k: sum(c.get("outcome") == k for c in checks) for k in ICONS}
     if not checks:
         return "**No checks ran.**"
+    undecided = [c for c in checks if outcome.undecided(c)]
+    if not count["failed"] and not count["error"] and undecided:
+        return (f"**Inconclusive (exit 3): {len(undecided)} of {len(checks)} checks could not "
+                f"decide** ({count['passed']} passed, {count['skipped']} skipped); nothing "
+                "failed.")
     if not count["failed"] and not count["error"]:
         skipped = f" ({count['skipped']} skipped)" if count["skipped"] else ""
         return f"**All {count['passed']} checks passed.**{skipped}"

@@ -45,8 +45,10 @@ def test_title_names_lab_date_duration_and_time_scale(tmp_path):
 def test_verdict_counts_failures_and_errors(tmp_path):
     text = write(tmp_path, SUMMARY)
     assert "**1 failed, 1 could not run (error)** of 4 checks (1 passed, 1 skipped)." in text
-    passed = {**SUMMARY, "checks": SUMMARY["checks"][:1]}
-    assert "**All 1 checks passed.**" in write(tmp_path, passed)
+    lost = {**SUMMARY, "checks": SUMMARY["checks"][:1]}  # passed, fidelity lost
+    assert "**Inconclusive (exit 3): 1 of 1 checks could not decide**" in write(tmp_path, lost)
+    kept = {**lost["checks"][0], "fidelity": {"ok": True, "problems": []}}
+    assert "**All 1 checks passed.**" in write(tmp_path, {**SUMMARY, "checks": [kept]})
 
 
 def test_table_has_a_row_per_check_with_its_reason(tmp_path):
