@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from checks import outcome
 from labs.state import write_atomic
 
 ICONS = {"passed": "✅ PASS", "failed": "❌ FAIL", "error": "⚠️ ERROR",
@@ -25,15 +26,18 @@ def cell(text: object) -> str:
 
 
 def verdict(checks: list[dict]) -> str:
-    """One line: all passed, or how many failed and could not run."""
+    """One line: all passed, inconclusive (by the exit code's rule, checks.outcome), or how
+    many failed and could not run."""
     count = {k: sum(c.get("outcome") == k for c in checks) for k in ICONS}
     if not checks:
         return "**No checks ran.**"
-    if not count["failed"] and not count["error"] and count["inconclusive"]:
-        return (f"**{count['inconclusive']} of {len(checks)} checks inconclusive**: the "
-                f"emulation lost fidelity, so they have no verdict ({count['passed']} passed, "
-                f"{count['skipped']} skipped). Rerun them with `--runtime sim` (virtual time) "
-                "or a larger time scale S.")
+    undecided = [c for c in checks if outcome.undecided(c)]
+    if not count["failed"] and not count["error"] and undecided:
+        return (f"**Inconclusive (exit 3): {len(undecided)} of {len(checks)} checks could not "
+                f"decide** ({count['passed']} passed, {count['inconclusive']} inconclusive, "
+                f"{count['skipped']} skipped); nothing failed. Rerun a check that lost fidelity "
+                "with `--runtime sim` (virtual time) or a larger time scale S; one skipped for "
+                "a MISSING CAPABILITY needs a runtime that has it.")
     if not count["failed"] and not count["error"]:
         skipped = f" ({count['skipped']} skipped)" if count["skipped"] else ""
         return f"**All {count['passed']} checks passed.**{skipped}"

@@ -47,7 +47,6 @@ LINK_MTU = 9100  # SONiC's port MTU: hosts must not send larger frames
 # lab's S keeps that emulated rate per port whatever the real speed, so a 400G lab is judged
 # live by its size, not refused for its speed.
 LIVE_RATE_S_PER_100G = 3000
-TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
 
 
 class GenerateError(ValueError):
@@ -419,10 +418,11 @@ class Written:
 
 
 def write(spec: Spec, out: Path | None = None, force: bool = False) -> Written:
-    """Write the lab folder ``out`` (default topologies/<name>): built under a temporary
+    """Write the lab folder ``out`` (default ./topologies/<name>, where a bare lab name is
+    looked up first: labs.topology.lab_folders): built under a temporary
     name beside it, then renamed, so that nothing is left half-written. An existing folder
     is replaced only with ``force``."""
-    out = (out or TOPOLOGIES / spec.name).resolve()
+    out = (out or Path.cwd() / "topologies" / spec.name).resolve()
     fabric = build(spec)
     if out.exists() and not force:
         raise _fail("out", f"{out} exists (--force replaces it)")

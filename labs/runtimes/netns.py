@@ -248,11 +248,12 @@ def agent_argv(topo: Topology, node: Node, state: LabState, control: Path) -> li
 
 
 def trace_roots(state: LabState) -> list[Path]:
-    """Where a lab's agents may write traces: the repository's results/ (the checks' and
-    ``lab.trace``'s default), the lab's state folder, and each folder in
-    $ROCELAB_TRACE_ROOTS as ``lab.up`` saw it."""
+    """Where a lab's agents may write traces: results/ in the directory ``lab.up`` ran in
+    (the checks' and ``lab.trace``'s default) and in the repository, the lab's state folder,
+    and each folder in $ROCELAB_TRACE_ROOTS as ``lab.up`` saw it."""
     extra = os.environ.get(TRACE_ROOTS_ENV, "").split(os.pathsep)
-    roots = [PROJECT_ROOT / "results", state.dir, *(Path(p).resolve() for p in extra if p)]
+    roots = [Path.cwd().resolve() / "results", PROJECT_ROOT / "results", state.dir,
+             *(Path(p).resolve() for p in extra if p)]
     return list(dict.fromkeys(roots))
 
 
