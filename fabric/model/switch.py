@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
+from ipaddress import IPv4Network
 
 from fabric.config import SwitchConfig
 from fabric.model.buffers import ADMITTED, IngressBuffers, PgBuffer
@@ -64,7 +65,7 @@ from fabric.model.frames import (
 )
 from fabric.model.pause import PfcSender
 from fabric.model.ports import ROUTED, SWITCHED, PortState
-from fabric.model.router import L3Interface, Router
+from fabric.model.router import L3Interface, LearnedRoute, Router
 from fabric.model.scheduler import Lateness
 
 FDB_SWEEP_INTERVAL_S = 1.0
@@ -119,7 +120,7 @@ class Switch:
         local_ips |= {int(a.ip) for addrs in config.loopbacks.values() for a in addrs}
         self.cpu = CpuCounters()
         self._router = Router(self.router_mac, interfaces, config.static_routes, local_ips,
-                              self.cpu, ecmp_salt)
+                              self.cpu, ecmp_salt, kernel_stack=config.bgp is not None)
         self._now = 0.0
         self._next_sweep = 0.0
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)
@@ -266,6 +267,18 @@ class Switch:
             for queue in range(8):  # a dead wire sends nothing: the queues are lost
                 self._flush(state, queue, self._now, PORT_DOWN)
         self._router.rebuild()
+
+    def update_routes(self, changes: dict[IPv4Network, LearnedRoute | None]) -> None:
+        """Install or withdraw (None) protocol routes, then rebuild the table once: the
+        switch's counterpart of SONiC's ROUTE_TABLE, fed by ``fabric.routesync`` (live) or
+        ``labs.sim.bgp`` (virtual time). A next hop through an interface the switch does
+        not have is left out."""
+        for prefix, route in changes.items():
+            self._router.learn(route, int(prefix.network_address), prefix.prefixlen)
+        self._router.rebuild()
+
+    def learned_routes(self) -> dict[IPv4Network, LearnedRoute]:
+        return {IPv4Network((net, plen)): r for (net, plen), r in self._router.learned().items()}
 
     def classify(self, port: str, frame: bytes,
                  egress: str | None = None) -> tuple[int, int, int]:
