@@ -14,6 +14,7 @@ import random
 
 from fabric.config import port_name
 from fabric.model.switch import Switch
+from labs.sim import bgp
 from labs.sim.engine import Engine
 from labs.sim.host import SimError, SimHost, host_config, host_mac
 from labs.sim.switch import SimSwitch
@@ -47,6 +48,8 @@ class SimNetwork:
                            ecmp_salt=derived_seed(seed, node.name, "ecmp"))
             self.switches[node.name] = SimSwitch(self.engine, node.name, model, ifaces,
                                                  time_scale)
+        for name, learned in bgp.routes(topo).items():  # what FRR would install (eBGP)
+            self.switches[name].model.update_routes(learned)
         for node in topo.hosts:
             ifaces = topo.interfaces(node.name)
             config = host_config(node.name, node.exec, ifaces)
