@@ -49,7 +49,7 @@ class SimNetwork:
             self.switches[node.name] = SimSwitch(self.engine, node.name, model, ifaces,
                                                  time_scale)
         for name, learned in bgp.routes(topo).items():  # what FRR would install (eBGP)
-            self.switches[name].model.update_routes(learned)
+            self.switches[name].switch.update_routes(learned)
         for node in topo.hosts:
             ifaces = topo.interfaces(node.name)
             config = host_config(node.name, node.exec, ifaces)
