@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.report import (LAB_INFO, record_evidence, record_evidence_dir, results_dir,
-                           table_notes)
+from checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
 from labs import domains as l2
 from labs import fingerprint
 from labs import lab as labs
@@ -120,7 +119,7 @@ def lab(request) -> Iterator[labs.Lab]:
                     pytrace=False)
     request.config.stash[LAB_INFO] = {
         "lab": lab.name, "runtime": lab.runtime_name, "topology": lab.topology_path,
-        "tables": table_notes(lab.topology),
+        "tables": labs.table_notes(lab.topology),
         "time_scale": max((lab.node_time_scale(n.name) for n in lab.topology.switches),
                           default=None),
         **({"seed": options.seed,  # what ran: the files as they are now, hashed

@@ -106,19 +106,6 @@ def deployed(lab: str | None) -> dict:
             "changed_since_up": fingerprint.changed(state.fingerprint)}
 
 
-def table_notes(topology) -> dict[str, dict[str, list[str]]]:
-    """Per switch, the config tables that are not in force here: ``not_emulated`` (no
-    data-plane meaning) and ``skipped`` (their meaning is not emulated; the lab runs
-    without them by its rocelab.unemulated-tables label). fabric/tables.py says why."""
-    out = {}
-    for node in topology.switches:
-        config = node.config
-        if config is not None and (config.not_emulated or config.skipped):
-            out[node.name] = {"not_emulated": list(config.not_emulated),
-                              "skipped": list(config.skipped)}
-    return out
-
-
 def write_summary(results: Path, summary: dict) -> Path:
     """summary.json, written atomically, and summary.md from it; the markdown's path."""
     results.mkdir(parents=True, exist_ok=True)

@@ -247,6 +247,19 @@ def _one_line(e: Exception) -> str:
     return text if isinstance(e, LabError) else f"{type(e).__name__}: {text}"
 
 
+def table_notes(topology: Topology) -> dict[str, dict[str, list[str]]]:
+    """Per switch, the config tables that are not in force here: ``not_emulated`` (no
+    data-plane meaning) and ``skipped`` (their meaning is not emulated; the lab runs
+    without them by its rocelab.unemulated-tables label). fabric/tables.py says why."""
+    out = {}
+    for node in topology.switches:
+        config = node.config
+        if config is not None and (config.not_emulated or config.skipped):
+            out[node.name] = {"not_emulated": list(config.not_emulated),
+                              "skipped": list(config.skipped)}
+    return out
+
+
 def simulated(spec: str, time_scale: float = 1.0, seed: int = 0):
     """The lab in virtual time, in this process (``labs.runtimes.sim``): nothing to bring
     up or down outside it."""
