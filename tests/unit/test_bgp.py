@@ -270,3 +270,25 @@ def test_sim_refuses_ibgp(tmp_path):
         node.config_path.write_text(json.dumps(data))
     with pytest.raises(SimError, match="iBGP"):
         simbgp.routes(topology.load(path))
+
+
+def test_generate_bgp_fabric_routes_every_rack(tmp_path):
+    from labs import generate as gen
+    spec = gen.Spec("gbgp", hosts_per_leaf=2, leaves=3, spines=2, routing="bgp")
+    done = gen.write(spec, tmp_path / spec.name)
+    topo = topology.load(done.path)
+    tables = simbgp.routes(topo)
+    for sw in topo.switches:
+        bgp = sw.config.bgp
+        fabric_ports = [p for p in sw.config.interfaces if sw.config.interfaces[p]]
+        assert len(bgp.neighbors) == len(fabric_ports) and sw.config.static_routes == ()
+        assert sw.config.loopbacks["Loopback0"]
+    leaves = [sw for sw in topo.switches if sw.config.vlans]
+    for leaf in leaves:
+        for other in leaves:
+            if other is not leaf:
+                subnet = next(iter(other.config.vlans.values())).addresses[0].network
+                assert len(tables[leaf.name][subnet].nexthops) == spec.spines
+    assert "--routing bgp" in spec.command() and "--routing" not in gen.Spec("x").command()
+    with pytest.raises(gen.GenerateError, match="routing"):
+        gen.check(gen.Spec("x", routing="ospf"))
