@@ -27,6 +27,7 @@ Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 PRIORITY_LABEL = "rocelab.roce-priority"
 ECN_ON_GREEN = {"ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all"}
+MIN_MARKING_PERCENT = 50  # ecn-probability: below this, marking is too weak for DCQCN
 
 
 @dataclass(frozen=True)
@@ -222,8 +223,15 @@ def _pg_headroom(config: SwitchConfig, port: str, pg: int, profile: BufferProfil
                       f"xoff {profile.xoff} < {need.xoff} needed on {port} ({speed // 1000}G, "
                       f"{cable} m): {need.why}. Bytes in flight after XOFF overflow the "
                       "headroom and a lossless PG drops", f"set xoff to at least {need.xoff}")
-    shared = config.qos.buffer_pools[profile.pool].xoff > 0
+    pool = config.qos.buffer_pools[profile.pool]
+    shared = pool.xoff > 0
     xon = profile.xon or 0
+    if shared and profile.xoff and profile.size >= xon + profile.xoff:
+        yield Finding("warning", "headroom", config.path, f"{where}|size",
+                      f"size {profile.size} holds xon {xon} + xoff {profile.xoff}, but "
+                      f"{profile.pool} has a shared headroom pool (xoff {pool.xoff}): the "
+                      "headroom is counted twice, reserved per PG and shared",
+                      f"set size to {xon} (xon alone with a shared headroom pool)")
     if not shared and profile.size < xon + profile.xoff:
         yield Finding("warning", "headroom", config.path, f"{where}|size",
                       f"size {profile.size} < xon {xon} + xoff {profile.xoff} with no shared "
@@ -277,6 +285,34 @@ def _ecn_vs_xoff(config: SwitchConfig, port: str, wred: str, low: int, high: int
                       f"ECN band {low}..{high} B reaches past the XOFF point {trigger:.0f} B on "
                       f"{port} ({how}): marking is still weak when PFC fires",
                       f"lower green_max_threshold below {trigger:.0f}")
+
+
+def ecn_probability(lab: Lab) -> Iterator[Finding]:
+    """Hosts that run DCQCN need marks as the queue builds: a low marking probability marks
+    a few frames per band and lets the queue run on to PFC (NVIDIA's RoCE default is
+    100 % over 150 KB..1.5 MB; SONiC's generic 5 % marks late)."""
+    if not any(h.nic is not None and h.nic.dcqcn.enabled for h in lab.topology.hosts):
+        return
+    s = lab.settings
+    for _, config in lab.switches():
+        seen = set()
+        for port in qos_ports(config):
+            queue, _ = queue_of_tc(config, port, tc_of_dscp(config, port, s.dscp)[0])
+            entry = config.qos.queues.get((port, queue))
+            wred = config.qos.wred_profiles.get(entry.wred_profile) if entry and \
+                entry.wred_profile else None
+            if wred is None or wred.green is None or wred.name in seen:
+                continue
+            seen.add(wred.name)
+            if wred.green.drop_probability < MIN_MARKING_PERCENT:
+                yield Finding("warning", "ecn-probability", config.path,
+                              f"WRED_PROFILE|{wred.name}|green_drop_probability",
+                              f"RoCE marks at most {wred.green.drop_probability} % of frames "
+                              f"between {wred.green.min_threshold} and "
+                              f"{wred.green.max_threshold} B while the hosts run DCQCN: the "
+                              "signal comes late and the queue runs on to PFC",
+                              f"set green_drop_probability to 100 (at least "
+                              f"{MIN_MARKING_PERCENT})")
 
 
 def cnp_queue(lab: Lab) -> Iterator[Finding]:
@@ -450,6 +486,7 @@ RULES: dict[str, Rule] = {
     "lossless-chain": lossless_chain,
     "headroom": headroom,
     "ecn-below-xoff": ecn_below_xoff,
+    "ecn-probability": ecn_probability,
     "cnp-queue": cnp_queue,
     "pfcwd-coverage": pfcwd_coverage,
     "consistency": consistency,

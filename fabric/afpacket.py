@@ -256,3 +256,18 @@ def statistics(sock: socket.socket) -> tuple[int, int]:
     """(frames queued, frames the kernel dropped for want of buffer) since the last call:
     reading resets the kernel's counters, so callers accumulate."""
     return STATS.unpack(sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, STATS.size))
+
+
+SLOT_STAMP = struct.Struct("=II")  # tp_sec, tp_nsec: the kernel's receive time
+SLOT_STAMP_OFFSET = 16  # of tp_sec in struct tpacket2_hdr
+
+
+def oldest_stamp(ring: RxRing) -> float | None:
+    """When the kernel received the oldest frame waiting in ``ring`` (seconds,
+    CLOCK_REALTIME, as ``time.time()``); None when the ring holds nothing for us. The agent
+    compares it with its clock to measure how long frames wait before it takes them."""
+    at = ring.slots[ring.next]
+    if not ring.ring[at + STATUS_FLAGS] & TP_STATUS_USER:
+        return None
+    sec, nsec = SLOT_STAMP.unpack_from(ring.ring, at + SLOT_STAMP_OFFSET)
+    return sec + nsec * 1e-9

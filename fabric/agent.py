@@ -4,8 +4,11 @@ It owns what the model must not: AF_PACKET sockets on the switch's ports, the cl
 and a control socket. Every frame read from a port goes through ``Switch.receive``; what
 the model returns (PFC) is written out at once; forwarded frames leave when their port's
 scheduler releases them (``Switch.dequeue``), paced at speed / S. The loop sleeps until
-the earliest of: a frame arriving, a backlogged port's next send time, the next tick, the
-next sample of a running trace (``fabric.trace.Trace``). The control socket
+the earliest of: a frame arriving, a backlogged port's next send time, the switch's next
+timer (``Switch.next_timer``: a PFC refresh, a watchdog poll, an ARP retry), the next sample
+of a running trace (``fabric.trace.Trace``). Each port's ingress lag, from the kernel's
+receive stamp of the oldest frame waiting in its ring to the moment the loop takes it, is
+part of the fidelity verdict (``fabric.client.fidelity``). The control socket
 (``fabric.control``) is served from the same loop, without blocking it; a port whose wire
 vanished is taken down in the model rather than ending the agent, and brought back when its
 interface is up again.
@@ -32,13 +35,14 @@ from pathlib import Path
 
 from fabric import afpacket
 from fabric.client import fidelity
-from fabric.config import ConfigError, load, port_name
+from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, load, port_name
 from fabric.control import ControlError, ControlServer, TraceLimits
+from fabric.model.scheduler import Lateness
 from fabric.model.switch import Switch
 from fabric.routesync import RouteSync
 from fabric.trace import MIN_MAX_BYTES, Trace, TraceEnd, TracePathError, open_trace_file
 
-TICK_S = 0.1
+IDLE_TICK_S = 1.0  # the longest sleep when the switch has no timer running
 BATCH = 64  # frames drained from one port before the loop looks at the others
 HOUSEKEEPING_S = 0.5  # control connections expired, downed ports looked at again
 # a send or a pending socket error with one of these: the port's interface is down or gone
@@ -63,6 +67,7 @@ class Port:
         self.tx_errors = 0
         self.fault: str | None = None  # why the wire is down, while it is
         self.on_fault = on_fault
+        self.ingress_lag = Lateness()  # kernel receive stamp -> taken, per batch
 
     def write(self, frame: bytes) -> None:
         try:
@@ -131,7 +136,7 @@ class Agent:
         print(f"{self.name}: {message}", flush=True)
 
     def run(self) -> None:
-        next_tick = time.monotonic() + TICK_S
+        next_tick = self.next_tick(time.monotonic())
         while self.running:
             for key, mask in self.sel.select(self.timeout(next_tick)):
                 what, obj = key.data
@@ -149,8 +154,14 @@ class Agent:
                 self.housekeeping(now)
             if now >= next_tick:
                 self.transmit(self.switch.tick(now))
-                next_tick = now + TICK_S
+            next_tick = self.next_tick(now)
         self.close()
+
+    def next_tick(self, now: float) -> float:
+        """When ``Switch.tick`` is due: its next timer, re-read after every turn of the loop
+        (a frame may have started one, e.g. XOFF its refresh)."""
+        due = self.switch.next_timer()
+        return now + IDLE_TICK_S if due is None else due
 
     def timeout(self, next_tick: float) -> float:
         """Seconds until the next tick, the next housekeeping, the next trace sample or the
@@ -170,6 +181,9 @@ class Agent:
         This is the per-frame path: one ring call a batch, locals, the sends inlined."""
         name, fds, write = port.name, self.fds, os.write
         receive, monotonic = self.switch.receive, time.monotonic
+        stamp = afpacket.oldest_stamp(port.ring)  # before ``take`` hands the slots back
+        if stamp is not None:
+            port.ingress_lag.record(max(0.0, time.time() - stamp))
         frames = port.ring.take(BATCH)
         if not frames:  # readable with an empty ring: an error is pending on the socket
             self.check_port(port)
@@ -233,6 +247,7 @@ class Agent:
             self.log(f"{port.name} ({port.iface}): still unusable: {e.strerror}")
             return
         fresh.kernel_drops, fresh.tx_errors = port.kernel_drops, port.tx_errors
+        fresh.ingress_lag = port.ingress_lag
         self.ports[port.name] = fresh
         self.fds[port.name] = fresh.fd
         self.sel.register(fresh.sock, selectors.EVENT_READ, ("port", fresh))
@@ -254,6 +269,7 @@ class Agent:
                 entry["kernel_rx_drops"] = port.poll_kernel_drops()
                 entry["tx_errors"] = port.tx_errors
                 entry["fault"] = port.fault
+                entry.setdefault("fidelity", {})["ingress_lag"] = port.ingress_lag.as_dict()
             counters["fidelity"] = fidelity(counters)
             counters["agent"] = self.status()
             return {"ok": True, "counters": counters}
@@ -267,6 +283,10 @@ class Agent:
             for port in self.ports.values():
                 port.poll_kernel_drops()
                 port.kernel_drops = port.ring.truncated = 0
+                port.ingress_lag = Lateness()
+            return {"ok": True}
+        if cmd == "pfc_watchdog":
+            self.switch.set_watchdog_profile(request["profile"])
             return {"ok": True}
         if cmd == "trace":
             return self.start_trace(request)
@@ -364,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unemulated-tables", choices=("refuse", "skip"), default="refuse",
                         help="skip: run without config tables whose data-plane meaning is "
                         "not emulated (the topology label rocelab.unemulated-tables)")
+    parser.add_argument("--ecn-marking", choices=ECN_MARKING_POINTS, default=DEFAULT_ECN_MARKING,
+                        help="where WRED marks CE (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.time_scale is not None and args.time_scale <= 0:
         parser.error("--time-scale must be positive")
@@ -374,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--trace-root must be an absolute path")
     try:
         config = load(args.config, args.unemulated_tables)
-        switch = Switch(config, time_scale=args.time_scale)
+        switch = Switch(config, time_scale=args.time_scale, ecn_marking=args.ecn_marking)
     except ConfigError as e:
         print(f"{args.name}: {e}", file=sys.stderr)
         return 2

@@ -53,6 +53,11 @@ class AgentClient:
         next ``counters`` judge only what happened since."""
         self.request("clear_fidelity")
 
+    def pfc_watchdog(self, profile: str) -> None:
+        """Run the switch's PFC watchdogs on ``profile`` (``fabric.model.watchdog``:
+        ``fabric``, times x S, or the storm check's ``storm-check``)."""
+        self.request("pfc_watchdog", profile=profile)
+
     def trace_start(self, path: str | Path, interval_ms: float = 1.0,
                     ports: list[str] | None = None, max_seconds: float | None = None,
                     max_bytes: int | None = None) -> dict:
@@ -87,8 +92,11 @@ def fidelity(counters: dict) -> dict:
     """Whether the emulation kept up, from a switch's counters (congestion.md, "Keeping a
     real-time emulation honest"): ``{"ok": bool, "problems": [...]}``. A problem is a frame
     the kernel dropped under a port (a wire loss), a lossless PG that took more bytes after
-    XOFF than its headroom holds, or a paced port whose p99 lateness, over at least MIN_FRAMES_FOR_P99
-    frames, exceeds one MTU-sized frame time (it did not dequeue at size/rate intervals).
+    XOFF than its headroom holds, or a paced port whose p99 lateness or p99 ingress lag,
+    over at least MIN_FRAMES_FOR_P99 frames (batches, for the lag), exceeds one MTU-sized
+    frame time: it did not dequeue at size/rate intervals, or frames waited in the kernel
+    longer than a frame takes on the wire before the switch saw them (in fabric time a
+    longer cable, and more bytes in flight after XOFF than the headroom was sized for).
     A switch run in virtual time (``virtual_time``) cannot fall behind: bytes after XOFF
     beyond its headroom are then the configuration's doing, and the drops they cause decide
     the verdict, not fidelity."""
@@ -104,9 +112,10 @@ def fidelity(counters: dict) -> dict:
             if not use["within"]:
                 problems.append(f"{name} PG {use['pg']}: {use['after_xoff_max']} B after XOFF "
                                 f"> headroom {use['headroom']} B")
-        late = block.get("lateness", {})
-        if paced and late.get("count", 0) >= MIN_FRAMES_FOR_P99 \
-                and late["p99_s"] > block["mtu_frame_s"]:
-            problems.append(f"{name}: p99 lateness {late['p99_s'] * 1e3:.2f} ms > one MTU "
-                            f"frame ({block['mtu_frame_s'] * 1e3:.2f} ms)")
+        for key, what in (("lateness", "lateness"), ("ingress_lag", "ingress lag")):
+            late = block.get(key, {})
+            if paced and late.get("count", 0) >= MIN_FRAMES_FOR_P99 \
+                    and late["p99_s"] > block["mtu_frame_s"]:
+                problems.append(f"{name}: p99 {what} {late['p99_s'] * 1e3:.2f} ms > one MTU "
+                                f"frame ({block['mtu_frame_s'] * 1e3:.2f} ms)")
     return {"ok": not problems, "problems": problems}

@@ -26,6 +26,13 @@ from fabric.userinput import decode_json
 
 TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
 
+# Where a switch takes the WRED/ECN decision on an egress queue: when the frame leaves it
+# (``dequeue``: the DCQCN and HPCC reference simulators and the parameters published with
+# them) or when it enters (``enqueue``: Broadcom-like). Not a config_db.json field (SONiC
+# has none: it is the ASIC's behaviour), so a lab sets it with a topology label.
+ECN_MARKING_POINTS = ("dequeue", "enqueue")
+DEFAULT_ECN_MARKING = "dequeue"
+
 
 class ConfigError(ValueError):
     """A config_db.json problem, phrased as ``file: TABLE|key: field: problem``.
@@ -977,8 +984,14 @@ def _buffer_pg(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
 
 
 def _buffer_queue(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    """An egress queue's profile: its pool must be an egress one (or ``both``), the buffer
+    the queue's egress admission draws on."""
     keys = _port_indices(draft, key)
     profile = draft.ref("profile", _validate(_BufferRefFields, fields).profile, "BUFFER_PROFILE")
+    pool = draft.qos.buffer_pools[draft.qos.buffer_profiles[profile].pool]
+    if pool.type == "ingress":
+        raise _Invalid(f"{profile} is in {pool.name}, an ingress pool: an egress queue needs "
+                       "a profile of an egress pool", "profile")
     _assign(draft.qos.buffer_queue, keys, profile)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fabric.model.watchdog import WATCHDOG_PROFILES
 from fabric.trace import DEFAULT_MAX_BYTES, DEFAULT_MAX_SECONDS, MAX_PATH, MIN_MAX_BYTES
 
 MAX_REQUEST_BYTES = 64 << 10
@@ -76,6 +77,13 @@ def _up(value: object) -> bool:
     return value
 
 
+def _profile(value: object) -> str:
+    if not isinstance(value, str) or value not in WATCHDOG_PROFILES:
+        raise RequestError(f"profile must be one of {', '.join(WATCHDOG_PROFILES)}, "
+                           f"not {SHORT.repr(value)}")
+    return value
+
+
 def _path(value: object) -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_PATH:
         raise RequestError(f"path must be an absolute file path, not {SHORT.repr(value)}")
@@ -101,6 +109,8 @@ def _check(cmd: str, name: str, value: object, ports: Collection[str],
     """One field of a request, checked: its type, its range, a port the agent has."""
     if cmd == "port":
         return _port(value, ports) if name == "port" else _up(value)
+    if name == "profile":
+        return _profile(value)
     if name == "path":
         return _path(value)
     if name == "interval_ms":
@@ -122,6 +132,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "port": (("port", "up"), ()),
     "trace": (("path",), ("interval_ms", "ports", "max_seconds", "max_bytes")),
     "trace_stop": ((), ()),
+    "pfc_watchdog": (("profile",), ()),  # the watchdogs' time profile (fabric.model.watchdog)
 }
 
 

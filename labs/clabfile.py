@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from fabric.config import DEFAULT_ECN_MARKING
 from labs.images import SWITCH_IMAGE
 from labs.runtimes.netns import LabError
 from labs.sonic import LoadMode
@@ -26,6 +27,7 @@ ROCELAB_SWITCH = "rocelab"  # the project's switch image: full data plane
 AGENT_DIR = "/run/rocelab"  # in the switch container: agent.sock and agent.log
 PORTS_ENV = "ROCELAB_PORTS"  # the ports the switch container waits for before it starts
 TIME_SCALE_ENV = "ROCELAB_TIME_SCALE"  # the agent's --time-scale (label rocelab.time-scale)
+ECN_MARKING_ENV = "ROCELAB_ECN_MARKING"  # --ecn-marking (label rocelab.ecn-marking), if set
 
 # Settings that rocelab resolves per node (topology.py merges node > group > kind > defaults)
 # and writes at node level in the derived file, so containerlab cannot merge them differently.
@@ -127,6 +129,8 @@ def as_rocelab_switch(spec: dict, topo: Topology, node: Node, version: str) -> N
     spec["image"] = f"{SWITCH_IMAGE}:{version}"
     spec["env"] = {**(spec.get("env") or {}), PORTS_ENV: ",".join(topo.interfaces(node.name)),
                    TIME_SCALE_ENV: f"{node.time_scale:g}"}
+    if node.ecn_marking != DEFAULT_ECN_MARKING:
+        spec["env"][ECN_MARKING_ENV] = node.ecn_marking
 
 
 def set_binds(spec: dict, binds: list[str]) -> None:

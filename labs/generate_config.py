@@ -15,9 +15,13 @@ The profile (the same tables the shipped labs carry):
 - buffer: an ASIC's packet buffer grows with its switching capacity; the ingress pool is
   ``ASIC_BUFFER_PER_GBPS`` x radix x speed, less the reserved headroom of the ports in use;
 - ECN: marking from 1.5 KB per Gb/s of port speed (150 KB at 100G, the band NVIDIA's RoCE
-  guides give) to ten times that, at most an eighth of the pool; the lossless PG's
+  guides give) to ten times that, at most an eighth of the pool, with probability 100 % at
+  the top of the band (NVIDIA's RoCE value: every ECT frame past it is marked); the lossless
+  PG's
   dynamic_th is the smallest at which a lone congested PG reaches XOFF only past twice the
   top of the ECN band, so DCQCN acts before PFC and PFC still comes early;
+- hosts: DCQCN as ConnectX firmware runs it, mlxconfig's names and defaults
+  (``labs.nic.FIRMWARE_DEFAULTS``), as in the shipped labs' NIC files;
 - cables: SONiC's defaults per neighbour role: 5 m to servers, 40 m leaf-spine, 300 m to the
   super-spines;
 - schedulers and the PFC watchdog: SONiC's defaults (DWRR 14 lossy / 15 lossless, strict
@@ -29,7 +33,7 @@ import json
 from typing import TYPE_CHECKING
 
 from fabric.qos import HeadroomParams, required_headroom
-from labs.nic import DcqcnSettings
+from labs.nic import FIRMWARE_DEFAULTS
 
 if TYPE_CHECKING:
     from labs.generate import Fabric, Spec, Switch
@@ -42,7 +46,7 @@ ASIC_BUFFER_PER_GBPS = 4400  # bytes: 25.6 Tb/s data-center ASICs carry about 11
 ECN_MIN_PER_GBPS = 1500  # bytes of queue per Gb/s of port speed where marking starts
 ECN_SPAN = 10  # max threshold = ECN_SPAN x min threshold
 ECN_POOL_FRACTION = 8  # ... and at most 1/8 of the ingress pool (small-radix switches)
-ECN_PROBABILITY = 5  # % at the max threshold, SONiC's qos template
+ECN_PROBABILITY = 100  # % at the max threshold: NVIDIA's RoCE value (config.lint warns < 50)
 XOFF_OVER_ECN = 2  # a lone PG's XOFF point at least this many times the ECN max
 CELL = 128  # bytes, SONiC-VS's buffer cell
 MAP = "AZURE"  # SONiC's name for its default maps
@@ -228,13 +232,30 @@ def config_db(fabric: Fabric, sw: Switch) -> str:
     return json.dumps(db, indent=4) + "\n"
 
 
+# What each firmware DCQCN parameter means, for the generated NIC file (labs.nic names them)
+FIRMWARE_NOTES = {
+    "rpg_time_reset": "us: rate increase timer",
+    "rpg_byte_reset": "bytes sent per byte-counter increase (0: off)",
+    "rpg_threshold": "fast recovery stages before additive increase",
+    "rpg_ai_rate": "Mb/s: additive increase step",
+    "rpg_hai_rate": "Mb/s: hyper increase step",
+    "rpg_gd": "a cut takes alpha / 2**(rpg_gd - 10) of the rate ...",
+    "rpg_min_dec_fac": "... never more than half (%)",
+    "rpg_min_rate": "Mb/s: the floor",
+    "rate_reduce_monitor_period": "us: at most one cut per period",
+    "dce_tcp_g": "alpha gain g = (1024 - dce_tcp_g) / 1024",
+    "dce_tcp_rtt": "us: alpha update period",
+    "initial_alpha_value": "alpha at the first CNP, / 1024",
+    "clamp_tgt_rate": "target := current rate on every cut: no ...",
+    "clamp_tgt_rate_after_time_inc": "... only if a timer increase came since the last cut",
+    "min_time_between_cnps": "us: receiver, at most one CNP per QP per interval",
+}
+
+
 def nic_yaml(spec: Spec) -> str:
-    """The hosts' NIC settings: the lab's RoCE and CNP classes, DCQCN with the paper's
-    constants (``labs.nic`` defaults) and rate steps scaled to the port speed."""
-    d = DcqcnSettings()
-    gbps = spec.speed_mbps // 1000
-    # the paper's 40/200 Mb/s steps are for 40G ports: the same relative steps at this speed
-    rai, rhai = d.rai_mbps * gbps / 40, d.rhai_mbps * gbps / 40
+    """The hosts' NIC settings: the lab's RoCE and CNP classes, and DCQCN in firmware mode
+    with ConnectX's defaults (``labs.nic.FIRMWARE_DEFAULTS``: the same at every port speed)."""
+    width = max(len(f"{name}: {value}") for name, value in FIRMWARE_DEFAULTS.items())
     return "\n".join([
         f"# Host NIC settings for every host of {spec.name} (label rocelab.nic in",
         "# topology.kinds.linux.labels), generated with the lab. Format and defaults:",
@@ -252,15 +273,10 @@ def nic_yaml(spec: Spec) -> str:
         f"  priority: {spec.cnp_priority}",
         "dcqcn:",
         "  enabled: true",
-        "  # The paper's values (Zhu et al., SIGCOMM 2015) ...",
-        f"  g: {d.g!r}",
-        f"  k_us: {d.k_us:g}",
-        f"  t_us: {d.t_us:g}",
-        f"  b_bytes: {d.b_bytes}",
-        f"  f: {d.f}",
-        f"  # ... except the increase steps, scaled from 40G to these {gbps}G ports",
-        f"  rai_mbps: {rai:g}",
-        f"  rhai_mbps: {rhai:g}",
-        f"  min_rate_mbps: {d.min_rate_mbps:g}",
-        f"  cnp_interval_us: {d.cnp_interval_us:g}",
+        "  # DCQCN as ConnectX firmware runs it, mlxconfig's names, units and defaults",
+        '  # (docs/concepts.md, "DCQCN: the paper and the firmware"). mode: paper runs the',
+        "  # SIGCOMM 2015 algorithm instead, with its own parameter names.",
+        "  mode: firmware",
+        *(f"  {f'{name}: {value}':<{width}}  # {FIRMWARE_NOTES[name]}"
+          for name, value in FIRMWARE_DEFAULTS.items()),
     ]) + "\n"

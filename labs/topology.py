@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from fabric import tables
-from fabric.config import ConfigError, SwitchConfig, port_name
+from fabric.config import (
+    DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig, port_name,
+)
 from fabric.config import load as load_switch_config
+from fabric.model.pause import MIN_REFRESHABLE_PAUSE_S, min_refreshable_scale
 from fabric.userinput import brief
 from labs import yamlfile
 from labs.nic import NIC_LABEL, NicError, NicSettings
@@ -28,6 +31,9 @@ from labs.nic import load as load_nic
 # switch paces every frame on time on 2 cores.
 TIME_SCALE_LABEL = "rocelab.time-scale"
 DEFAULT_TIME_SCALE = 3000.0
+# Where the switches take the WRED/ECN decision, at dequeue (the default) or at enqueue
+# (fabric.config.ECN_MARKING_POINTS): a switch label, lab-wide in topology.defaults.labels.
+ECN_MARKING_LABEL = "rocelab.ecn-marking"
 SWITCH_KINDS = {"sonic-vs"}
 HOST_KINDS = {"linux"}
 SONIC_CONFIG_TARGET = "/etc/sonic/config_db.json"  # where SONiC and the rocelab switch read it
@@ -97,6 +103,7 @@ class Node:
     config_path: Path | None = None  # a switch's config_db.json
     config: SwitchConfig | None = None  # parsed and validated
     time_scale: float = DEFAULT_TIME_SCALE  # label rocelab.time-scale
+    ecn_marking: str = DEFAULT_ECN_MARKING  # label rocelab.ecn-marking
     # a host's NIC settings file (label rocelab.nic) and its parsed settings; None without
     # the label: nothing is assumed about that NIC (config.lint's host-dscp skips it)
     nic_path: Path | None = None
@@ -306,6 +313,7 @@ class _Loader:
                     exec=self.commands(first("exec"), f"{where}.exec"), binds=binds,
                     labels=labels, env=merged("env"),
                     time_scale=self.time_scale(labels, f"{where}.labels"),
+                    ecn_marking=self.ecn_marking(labels, f"{where}.labels"),
                     config_path=self.config_path(where, kind, binds, first("startup-config"),
                                                  allow_outside),
                     nic_path=nic_path, nic=nic)
@@ -383,6 +391,13 @@ class _Loader:
                              f"{brief(text)} is not a positive number (ports run at speed / S)")
         return value
 
+    def ecn_marking(self, labels: dict[str, str], where: str) -> str:
+        text = labels.get(ECN_MARKING_LABEL, DEFAULT_ECN_MARKING)
+        if text not in ECN_MARKING_POINTS:
+            raise self.error(f"{where}.{ECN_MARKING_LABEL}", f"{brief(text)} is not one of "
+                             f"{', '.join(ECN_MARKING_POINTS)} (where WRED marks CE)")
+        return text
+
     def links(self, raw: Any, nodes: dict[str, Node]) -> tuple[Link, ...]:
         if raw is None:
             return ()
@@ -444,10 +459,21 @@ class _Loader:
             config = load_switch_config(node.config_path, unemulated)
         except ConfigError as e:
             raise TopologyError(str(e)) from None
+        wired = []
         for link in links:
             for ep in (link.a, link.b):
                 if ep.node == node.name and port_name(ep.iface) not in config.ports:
                     raise self.error(f"topology.nodes.{node.name}",
                                      f"{ep} is wired but {port_name(ep.iface)} is not in PORT "
                                      f"of {node.config_path}")
+                if ep.node == node.name:
+                    wired.append(config.ports[port_name(ep.iface)])
+        fastest = max(wired, key=lambda p: p.speed_mbps, default=None)
+        if fastest is not None and node.time_scale < min_refreshable_scale(fastest.speed_mbps):
+            needed = min_refreshable_scale(fastest.speed_mbps)
+            raise self.error(
+                f"topology.nodes.{node.name}.labels.{TIME_SCALE_LABEL}",
+                f"S = {node.time_scale:g} makes a PFC pause on {fastest.name} "
+                f"({fastest.speed_mbps} Mb/s) shorter than {MIN_REFRESHABLE_PAUSE_S * 1e3:g} ms "
+                f"of wall time, too short for the agent to refresh: use S >= {needed:.3g}")
         return replace(node, config=config)

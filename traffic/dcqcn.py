@@ -1,33 +1,65 @@
-"""DCQCN (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015)
-as pure state machines: the notification point (NP, receiver NIC) that turns CE marks into
-CNPs, and the reaction point (RP, sender NIC) that cuts and recovers the sending rate.
+"""DCQCN as pure state machines, in two modes: the notification point (NP, receiver NIC) that
+turns CE marks into CNPs, and the reaction point (RP, sender NIC) that cuts and recovers the
+sending rate.
+
+- ``paper``: the algorithm of Zhu et al., "Congestion Control for Large-Scale RDMA
+  Deployments", SIGCOMM 2015 (``DcqcnParams``, ``PaperReactionPoint``): a CNP cuts at once,
+  alpha decays every K without a CNP, timer and byte stages as published.
+- ``firmware``: DCQCN as ConnectX firmware runs it (``FirmwareParams``,
+  ``FirmwareReactionPoint``), parameters named as ``mlxconfig`` names them. Cuts are merged
+  to at most one per ``rate_reduce_monitor_period``, alpha is updated every ``dce_tcp_rtt``
+  (up if a CNP came in that period, down otherwise), the target rate is clamped to the
+  current one only after a timer increase, and the increase phases follow the stage counters
+  (reference/congestion.md, "DCQCN as ConnectX firmware runs it"; the HPCC simulator's
+  ``*Mlx`` functions in rdma-hw.cc are the public model of it that the unit tests compare
+  with, event by event).
+
+``ReactionPoint(params)`` builds the RP of the params' mode and ``NotificationPoint(params)``
+takes either, so the NIC does not care which mode runs.
 
 Time scale (DESIGN.md, "Time scale"): the lab runs every port at ``speed / S`` and stretches
-data-plane time constants by S, keeping byte quantities unchanged. ``DcqcnParams`` holds the
-real-world values; ``DcqcnParams.scaled(S)`` gives the emulated ones: K, T and N times S,
-every rate (line rate, R_AI, R_HAI, minimum rate) divided by S, and g, B and F as they are.
+data-plane time constants by S, keeping byte quantities unchanged. Params hold real-world
+values; ``scaled(S)`` gives the emulated ones: every time (a field ending in ``_s``) times
+S, every rate (``_bps``) divided by S, everything else (bytes, gains, stage counts) as it is.
 Rates are then emulated bits per second, the rate the endpoint actually paces at.
 
 Times are seconds on the caller's clock (monotonic); nothing here reads a clock, sleeps or
-touches a socket (principle 4). The event loop asks ``ReactionPoint.next_event`` when to
-call again and feeds in CNPs and sent bytes as they happen.
+touches a socket (principle 4). The event loop asks ``ReactionPoint.next_event`` when the
+rate may next change and feeds in CNPs and sent bytes as they happen.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, fields, replace
+from typing import TypeVar
+
+_P = TypeVar("_P", "DcqcnParams", "FirmwareParams")
+
+
+def _scaled(params: _P, scale: float) -> _P:
+    """``params`` for time scale S: fields ending ``_s`` times S, ``_bps`` divided by S."""
+    if not 0 < scale < math.inf:
+        raise ValueError(f"time scale must be positive, got {scale}")
+    changes = {}
+    for f in fields(params):
+        value = getattr(params, f.name)
+        if f.name.endswith("_s"):
+            changes[f.name] = value * scale
+        elif f.name.endswith("_bps"):
+            changes[f.name] = value / scale
+    return replace(params, **changes)
 
 
 @dataclass(frozen=True)
 class DcqcnParams:
-    """DCQCN parameters, real-world units (seconds, bytes, b/s) unless ``scaled``.
+    """Paper DCQCN parameters, real-world units (seconds, bytes, b/s) unless ``scaled``.
 
     Defaults are the paper's: g = 1/256, K = T = 55 us, B = 10 MB, F = 5, N = 50 us, and
     R_AI = 40 Mb/s, R_HAI = 200 Mb/s from the authors' simulator at 40 Gb/s, hence the 40 Gb/s
     default line rate. The increase steps are kept as published rather than scaled with the
     line rate: a 100G port that wants the same relative steps passes ``rai_bps`` and
-    ``rhai_bps`` (e.g. 100 and 500 Mb/s) explicitly. NVIDIA firmware differs (e.g. a
-    different increase timer, a decrease at most every 4 us); ``min_rate_bps`` defaults to
-    its floor of 1 Mb/s, since the paper gives none.
+    ``rhai_bps`` (e.g. 100 and 500 Mb/s) explicitly. ``min_rate_bps`` defaults to the
+    firmware's floor of 1 Mb/s, since the paper gives none.
     """
 
     line_rate_bps: float = 40e9
@@ -49,39 +81,104 @@ class DcqcnParams:
         if not 0 < self.min_rate_bps <= self.line_rate_bps:
             raise ValueError("need 0 < min_rate_bps <= line_rate_bps")
 
+    @property
+    def cnp_interval_s(self) -> float:
+        """The NP's interval: at most one CNP per flow per N."""
+        return self.n_s
+
     def scaled(self, scale: float) -> DcqcnParams:
         """The parameters for a lab running at time scale ``scale`` (S): timers x S, rates / S.
 
         Byte quantities (B) and the dimensionless g and F stay, so the dynamics keep their
         shape in bytes and in emulated time.
         """
-        if scale <= 0:
-            raise ValueError(f"time scale must be positive, got {scale}")
-        return replace(
-            self,
-            line_rate_bps=self.line_rate_bps / scale,
-            k_s=self.k_s * scale,
-            t_s=self.t_s * scale,
-            n_s=self.n_s * scale,
-            rai_bps=self.rai_bps / scale,
-            rhai_bps=self.rhai_bps / scale,
-            min_rate_bps=self.min_rate_bps / scale,
-        )
+        return _scaled(self, scale)
+
+
+@dataclass(frozen=True)
+class FirmwareParams:
+    """ConnectX firmware DCQCN, each field an ``mlxconfig`` parameter (its unit as a suffix:
+    seconds, b/s; the rest as mlxconfig has them) with the firmware's default.
+
+    - ``rpg_gd`` and ``rpg_min_dec_fac``: a cut multiplies the rate by
+      ``max(1 - alpha * 2**(10 - rpg_gd), rpg_min_dec_fac / 100)`` (alpha is a 10-bit
+      fraction in firmware, so 11 is a cut by alpha / 2, never by more than half);
+    - ``dce_tcp_g``: alpha's gain is ``(1024 - dce_tcp_g) / 1024``; ``initial_alpha_value``
+      is alpha at the first CNP, over 1024;
+    - ``rpg_byte_reset`` 0 turns the byte counter off;
+    - ``clamp_tgt_rate``: every cut sets the target rate to the current rate; otherwise
+      ``clamp_tgt_rate_after_time_inc`` does so only if a timer increase happened since the
+      last cut, and with both off, only if any increase (timer or byte) did.
+    """
+
+    line_rate_bps: float = 100e9
+    rpg_time_reset_s: float = 300e-6  # increase timer T
+    rpg_byte_reset: int = 32767  # byte counter B, bytes (0: off)
+    rpg_threshold: int = 1  # fast recovery stages F
+    rpg_ai_rate_bps: float = 5e6
+    rpg_hai_rate_bps: float = 50e6
+    rpg_gd: int = 11
+    rpg_min_dec_fac: int = 50  # percent
+    rpg_min_rate_bps: float = 1e6
+    rate_reduce_monitor_period_s: float = 4e-6  # at most one cut per period
+    dce_tcp_g: int = 1019
+    dce_tcp_rtt_s: float = 1e-6  # alpha update period
+    initial_alpha_value: int = 1023
+    clamp_tgt_rate: bool = False
+    clamp_tgt_rate_after_time_inc: bool = True
+    min_time_between_cnps_s: float = 4e-6  # NP: at most one CNP per QP per interval
+
+    def __post_init__(self) -> None:
+        if min(self.rpg_time_reset_s, self.rate_reduce_monitor_period_s,
+               self.dce_tcp_rtt_s) <= 0 or self.min_time_between_cnps_s < 0:
+            raise ValueError("rpg_time_reset, rate_reduce_monitor_period and dce_tcp_rtt must "
+                             "be positive, min_time_between_cnps not negative")
+        if self.rpg_byte_reset < 0 or self.rpg_threshold < 1:
+            raise ValueError("rpg_byte_reset must not be negative, rpg_threshold at least 1")
+        if not 0 <= self.dce_tcp_g < 1024 or not 0 <= self.initial_alpha_value <= 1023:
+            raise ValueError("dce_tcp_g must be 0..1023 and initial_alpha_value 0..1023")
+        if not 1 <= self.rpg_min_dec_fac <= 100 or self.rpg_gd < 1:
+            raise ValueError("rpg_min_dec_fac must be 1..100 (%) and rpg_gd at least 1")
+        if not 0 < self.rpg_min_rate_bps <= self.line_rate_bps:
+            raise ValueError("need 0 < rpg_min_rate <= line rate")
+
+    @property
+    def g(self) -> float:
+        return (1024 - self.dce_tcp_g) / 1024
+
+    @property
+    def initial_alpha(self) -> float:
+        return self.initial_alpha_value / 1024
+
+    @property
+    def cnp_interval_s(self) -> float:
+        """The NP's interval (``min_time_between_cnps``)."""
+        return self.min_time_between_cnps_s
+
+    def cut_factor(self, alpha: float) -> float:
+        """What a cut multiplies the current rate by at ``alpha``."""
+        return max(1 - alpha * 2.0 ** (10 - self.rpg_gd), self.rpg_min_dec_fac / 100)
+
+    def scaled(self, scale: float) -> FirmwareParams:
+        """The parameters at time scale S: every ``_s`` field x S, every ``_bps`` field / S;
+        bytes, gains and stage counts stay."""
+        return _scaled(self, scale)
 
 
 class NotificationPoint:
     """The receiver side of one flow: when to send a CNP (opcode 0x81) to the sender's QP.
 
-    Paper rule: if CE-marked packets arrived and no CNP was sent for the flow in the last
-    N, send one now. So the first CE packet sends at once, later ones within N of that CNP
-    are covered by it, and the first CE packet at N or later sends the next one. Unmarked
-    packets never do.
+    If CE-marked packets arrived and no CNP was sent for the flow in the last interval (the
+    paper's N, the firmware's ``min_time_between_cnps``), send one now. So the first CE
+    packet sends at once, later ones within the interval of that CNP are covered by it, and
+    the first CE packet at the interval or later sends the next one. Unmarked packets never
+    do.
     """
 
     __slots__ = ("interval_s", "last_cnp", "cnps_sent")
 
-    def __init__(self, params: DcqcnParams) -> None:
-        self.interval_s = params.n_s
+    def __init__(self, params: DcqcnParams | FirmwareParams) -> None:
+        self.interval_s = params.cnp_interval_s
         self.last_cnp: float | None = None  # when this flow last sent a CNP
         self.cnps_sent = 0
 
@@ -95,7 +192,26 @@ class NotificationPoint:
 
 
 class ReactionPoint:
-    """The sender side of one flow: current rate RC, target rate RT and alpha.
+    """The sender side of one flow: current rate ``rc``, target rate ``rt`` and ``alpha``.
+
+    ``ReactionPoint(params)`` is a ``PaperReactionPoint`` for ``DcqcnParams`` and a
+    ``FirmwareReactionPoint`` for ``FirmwareParams``. Both answer the same calls:
+    ``on_cnp(now)``, ``on_bytes_sent(n, now)``, ``advance(now)``, ``rate(now)`` (b/s to pace
+    at from ``now``) and ``next_event(now)`` (when the rate may change next; None: not until
+    a CNP), and count ``cnps``.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, params: DcqcnParams | FirmwareParams) -> ReactionPoint:
+        if cls is ReactionPoint:
+            cls = FirmwareReactionPoint if isinstance(params, FirmwareParams) \
+                else PaperReactionPoint
+        return super().__new__(cls)
+
+
+class PaperReactionPoint(ReactionPoint):
+    """The paper's RP.
 
     The flow starts unlimited at line rate with alpha = 1 (paper) and the RP stays idle
     until the first CNP, so neither timer runs nor bytes count before congestion was ever
@@ -209,3 +325,181 @@ class ReactionPoint:
             self.rt += p.rai_bps
         self.rt = min(self.rt, p.line_rate_bps)
         self.rc = (self.rt + self.rc) / 2
+
+
+_PS = 1e12  # the firmware RP keeps its timers in integer picoseconds
+_NEVER = math.inf
+
+
+class FirmwareReactionPoint(ReactionPoint):
+    """The firmware's RP (the HPCC simulator's ``*Mlx`` functions, plus the byte counter).
+
+    Idle at line rate until the first CNP, which starts two periodic grids from its arrival
+    t0 and cuts nothing by itself:
+
+    - alpha, every ``dce_tcp_rtt`` (t0 + n * rtt): alpha = (1 - g) * alpha + g if a CNP
+      arrived since the previous update, (1 - g) * alpha otherwise. alpha starts at
+      ``initial_alpha_value`` / 1024, and the first CNP does not count as a raise;
+    - the decrease check, every ``rate_reduce_monitor_period`` (t0 + n * period): if a CNP
+      arrived since the previous check, cut once: RT = RC when clamping applies (see
+      ``FirmwareParams``), RC = max(min rate, RC * cut factor), the stages and the byte
+      counter cleared and the increase timer restarted. CNPs within one period merge.
+
+    From the first cut on, the increase timer fires every ``rpg_time_reset`` after the last
+    cut (time stage i), and every ``rpg_byte_reset`` bytes sent is a byte stage (j). An
+    increase event looks at the stage reached *before* it counts itself, s = max(i, j) (the
+    firmware advances "when rpByteStage or rpTimeStage" passes ``rpg_threshold``): fast
+    recovery while s < F (RC = (RC + RT) / 2), additive at s = F (RT += ai rate), hyper above
+    (RT += hai rate); RT capped at line rate and RC halfway to it after either. The grids
+    never stop once started, as in the reference simulator.
+
+    At equal times the order is alpha, increase, decrease (HPCC offsets the decrease check
+    by 1 ns so it follows the alpha update, and the increase timer was scheduled first), and
+    a CNP at ``now`` counts for every timer event at ``now``. Timer arithmetic runs in
+    integer picoseconds from the first CNP, so grids that coincide tie exactly.
+    """
+
+    __slots__ = ("params", "rc", "rt", "alpha", "i", "j", "byte_count", "cnps", "_origin",
+                 "_rtt", "_period", "_timer", "_alphas", "_alpha_cnp", "_cut_due", "_cut_at",
+                 "_next", "_done")
+
+    def __init__(self, params: FirmwareParams) -> None:
+        self.params = params
+        self.rc = params.line_rate_bps
+        self.rt = params.line_rate_bps
+        self.alpha = params.initial_alpha
+        self.i = 0  # timer stages since the last cut
+        self.j = 0  # byte stages since the last cut
+        self.byte_count = 0
+        self.cnps = 0
+        self._origin: float | None = None  # the first CNP's time; None: idle
+        self._rtt = _ps(params.dce_tcp_rtt_s)
+        self._period = _ps(params.rate_reduce_monitor_period_s)
+        self._timer = _ps(params.rpg_time_reset_s)
+        self._alphas = 0  # alpha updates applied (the next is at (n + 1) * rtt)
+        self._alpha_cnp = False  # a CNP arrived since the last alpha update
+        self._cut_due: float = _NEVER  # the decrease check that will cut (a CNP is pending)
+        self._cut_at: int | None = None  # the last cut; None: none yet, no increase timer
+        self._next: float = _NEVER  # earliest timer event, ps from the origin
+        self._done = -1  # every event at or before this time (ps) has run
+
+    # -- the interface ----------------------------------------------------------------------
+
+    def on_cnp(self, now: float) -> None:
+        """A CNP arrived: marked for the next alpha update and the next decrease check."""
+        self.cnps += 1
+        if self._origin is None:
+            self._origin = now
+            self._alpha_cnp = False
+            self._cut_due = self._period
+            self._refresh()
+            return
+        # events before the CNP see the state without it; if those at ``now`` already ran
+        # (an earlier call at the same time), the CNP counts for the next ones
+        at = max(self._at(now), self._done + 1)
+        self._run(at - 1)
+        self._alpha_cnp = True
+        if self._cut_due == _NEVER:
+            self._cut_due = max(1, -(-at // self._period)) * self._period
+            self._refresh()
+
+    def on_bytes_sent(self, n: int, now: float) -> None:
+        """``n`` bytes left at ``now``: every ``rpg_byte_reset`` bytes since the last cut is
+        a byte stage (none before the first cut, or with the counter off)."""
+        self.advance(now)
+        reset = self.params.rpg_byte_reset
+        if self._cut_at is None or not reset:
+            return
+        self.byte_count += n
+        while self.byte_count >= reset:
+            self.byte_count -= reset
+            self._increase()
+            self.j += 1
+
+    def advance(self, now: float) -> None:
+        """Apply, in time order, every timer event due at or before ``now``."""
+        if self._origin is not None:
+            self._run(self._at(now))
+
+    def rate(self, now: float) -> float:
+        """The rate (b/s) to pace at from ``now``."""
+        if self._origin is not None:
+            self._run(self._at(now))
+        return self.rc
+
+    def next_event(self, now: float) -> float | None:
+        """When the rate may change next: the pending cut or the next increase (alpha alone
+        changes no rate, so it wakes nobody). None while idle."""
+        self.advance(now)
+        due = min(self._cut_due, self._next_increase())
+        if due == _NEVER:
+            return None
+        assert self._origin is not None
+        # the earliest clock reading that ``_at`` maps to ``due`` or later
+        when = self._origin + due / _PS
+        while self._at(when) < due:
+            when = math.nextafter(when, math.inf)
+        return when
+
+    # -- timers ---------------------------------------------------------------------------
+
+    def _at(self, now: float) -> int:
+        assert self._origin is not None
+        return round((now - self._origin) * _PS)
+
+    def _next_increase(self) -> float:
+        return _NEVER if self._cut_at is None else self._cut_at + (self.i + 1) * self._timer
+
+    def _refresh(self) -> None:
+        self._next = min((self._alphas + 1) * self._rtt, self._cut_due, self._next_increase())
+
+    def _run(self, until: int) -> None:
+        """Every event at or before ``until`` (ps from the origin), in order."""
+        while self._next <= until:
+            increase_at = self._next_increase()
+            event = min(increase_at, self._cut_due)
+            self._update_alpha(min(event, until))  # alpha first at equal times
+            if event <= until:
+                if increase_at <= self._cut_due:
+                    self._increase()
+                    self.i += 1
+                else:
+                    self._cut(self._cut_due)
+            self._refresh()
+        self._done = max(self._done, until)
+
+    def _update_alpha(self, until: int) -> None:
+        """The alpha updates at or before ``until``, in closed form: the first of them takes
+        the CNP flag, the rest decay."""
+        count = until // self._rtt - self._alphas
+        if count <= 0:
+            return
+        g = self.params.g
+        self._alphas += count
+        if self._alpha_cnp:
+            self.alpha = (1 - g) * self.alpha + g
+            self._alpha_cnp = False
+            count -= 1
+        self.alpha *= (1 - g) ** count
+
+    def _cut(self, at: int) -> None:
+        p = self.params
+        if p.clamp_tgt_rate or self.i > 0 or (not p.clamp_tgt_rate_after_time_inc and self.j > 0):
+            self.rt = self.rc
+        self.rc = max(p.rpg_min_rate_bps, self.rc * p.cut_factor(self.alpha))
+        self.i = self.j = self.byte_count = 0
+        self._cut_at = at
+        self._cut_due = _NEVER
+
+    def _increase(self) -> None:
+        p = self.params
+        stage = max(self.i, self.j)
+        if stage == p.rpg_threshold:
+            self.rt = min(self.rt + p.rpg_ai_rate_bps, p.line_rate_bps)
+        elif stage > p.rpg_threshold:
+            self.rt = min(self.rt + p.rpg_hai_rate_bps, p.line_rate_bps)
+        self.rc = (self.rc + self.rt) / 2
+
+
+def _ps(seconds: float) -> int:
+    return round(seconds * _PS)

@@ -3,9 +3,15 @@ WRED/ECN per queue and the PFC watchdog of its lossless queues, built from the c
 
 The switch drives it: ``admit`` (WRED, watchdog drop) when a frame is forwarded to the port,
 then ``PortScheduler.start_now`` if the port is idle or else ``PortScheduler.enqueue``;
-``PortScheduler.dequeue`` when the wire is free, ``poll`` on tick for the watchdog. Per-queue
-counters live here: ECN marks, WRED and watchdog drops (the depth watermark is the
-scheduler's).
+``PortScheduler.dequeue`` when the wire is free, then ``depart``; ``poll`` on tick for the
+watchdog. Per-queue counters live here: ECN marks, WRED and watchdog drops (the depth
+watermark is the scheduler's).
+
+The ECN marking point (``fabric.config.ECN_MARKING_POINTS``): marking at ``enqueue`` decides
+on the depth the frame finds as it joins the queue; marking at ``dequeue`` decides on the
+bytes still queued behind it as it leaves (HPCC's ``SwitchNotifyDequeue``), so the receiver
+learns of the queue as it is now rather than one drain time ago (congestion.md). Either way
+WRED's drops of Not-ECT frames happen at enqueue: a frame is dropped before it takes buffer.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from collections.abc import Callable
 
 from fabric.config import Port, Qos
 from fabric.model.counters import NUM_QUEUES
+from fabric.model.egress_buffers import EgressPool, egress_pools, queue_buffers
 from fabric.model.pause import NUM_PRIORITIES, PauseState
 from fabric.model.frames import ETH_HEADER_LEN, VLAN_TAG_LEN
 from fabric.model.scheduler import PortScheduler, disciplines, wire_rate_bps
@@ -38,10 +45,16 @@ class EgressPort:
     """The queues of one port and what acts on them."""
 
     __slots__ = ("name", "rate_bps", "pause", "scheduler", "wred", "watchdogs", "_prios",
-                 "_watchdog_of", "_queues", "ecn_marked", "dropped", "rand")
+                 "_watchdog_of", "_queues", "ecn_marked", "dropped", "rand", "mark_at_dequeue",
+                 "buffers")
 
     def __init__(self, qos: Qos, port: Port, time_scale: float | None,
-                 rand: Callable[[], float]) -> None:
+                 rand: Callable[[], float], mark_at_dequeue: bool = True,
+                 watchdog_scale: float = 1.0,
+                 pools: dict[str, EgressPool] | None = None) -> None:
+        """``watchdog_scale``: what the PFC watchdogs' configured times are multiplied by
+        (``watchdog``'s profiles); ``mark_at_dequeue``: where WRED marks (module docstring);
+        ``pools``: the switch's egress pools, which the BUFFER_QUEUE limits draw on."""
         self.name = port.name
         self.rate_bps = (float("inf") if time_scale is None
                          else wire_rate_bps(port.speed_mbps, time_scale))
@@ -61,13 +74,18 @@ class EgressPort:
                 for queue, prios in enumerate(self._prios):
                     if priority in prios and queue not in self.watchdogs:
                         self.watchdogs[queue] = QueueWatchdog(port.name, queue, settings,
-                                                              qos.pfc_wd_poll_interval_ms)
+                                                              qos.pfc_wd_poll_interval_ms,
+                                                              watchdog_scale)
         # what ``admit`` reads per frame, indexed by queue rather than looked up or called
         self._watchdog_of = [self.watchdogs.get(q) for q in range(NUM_QUEUES)]
         self._queues = self.scheduler.queues
         self.ecn_marked = [0] * NUM_QUEUES
         self.dropped: dict[str, list[int]] = {}  # reason -> per queue
         self.rand = rand
+        self.mark_at_dequeue = mark_at_dequeue
+        # per queue: its BUFFER_QUEUE limit, None where there is none
+        self.buffers = queue_buffers(qos, port.name,
+                                     egress_pools(qos) if pools is None else pools)
 
     def gate(self, queue: int) -> float:
         """Until when the pauses received on this port hold ``queue`` (the scheduler's gate)."""
@@ -78,8 +96,9 @@ class EgressPort:
         return until
 
     def admit(self, queue: int, frame: bytes) -> bytes | None:
-        """The frame as it enters ``queue`` (CE-marked if WRED selected an ECT frame), or
-        None when it is dropped (WRED on a Not-ECT frame, or the queue's watchdog drops)."""
+        """The frame as it enters ``queue`` (CE-marked if WRED selected an ECT frame and the
+        switch marks at enqueue), or None when it is dropped (WRED on a Not-ECT frame, or
+        the queue's watchdog drops)."""
         watchdog = self._watchdog_of[queue]
         if watchdog is not None and watchdog.drops:
             self.count_drop(PFC_WD_DROP, queue)
@@ -88,13 +107,31 @@ class EgressPort:
         if wred is not None:
             depth = self._queues[queue].depth
             if depth >= wred.min_bytes:
-                verdict = wred.mark_or_drop(depth, ecn_field(frame) != NOT_ECT, self.rand())
+                ect = ecn_field(frame) != NOT_ECT
+                if ect and wred.marks and self.mark_at_dequeue:
+                    return frame  # ``depart`` decides
+                verdict = wred.mark_or_drop(depth, ect, self.rand())
                 if verdict is MARK:
                     self.ecn_marked[queue] += 1
                     frame = mark_ce(frame)
                 elif verdict is DROP:
                     self.count_drop(WRED_DROP, queue)
                     return None
+        return frame
+
+    def depart(self, queue: int, frame: bytes) -> bytes:
+        """The frame as it leaves ``queue`` (dequeued, or cut through an idle port): when the
+        switch marks at dequeue, an ECT frame is CE-marked with WRED's probability for the
+        bytes left in the queue behind it."""
+        wred = self.wred[queue]
+        if wred is None or not self.mark_at_dequeue or not wred.marks:
+            return frame
+        depth = self._queues[queue].depth
+        if depth < wred.min_bytes or ecn_field(frame) == NOT_ECT:
+            return frame
+        if self.rand() < wred.probability(depth):
+            self.ecn_marked[queue] += 1
+            return mark_ce(frame)
         return frame
 
     def count_drop(self, reason: str, queue: int, n: int = 1) -> None:
@@ -126,6 +163,7 @@ class EgressPort:
             "pfc_rx": list(pause.pfc_rx), "pause_rx": pause.pause_rx,
             "paused_s": [pause.paused_seconds(p, now) for p in range(NUM_PRIORITIES)],
             "queues": {str(q): {"depth_bytes": self.scheduler.depth_bytes(q),
+                                "buffer_profile": b.profile if (b := self.buffers[q]) else None,
                                 "depth_packets": self.scheduler.depth_packets(q),
                                 "watermark_bytes": self.scheduler.depth_peak[q],
                                 "ecn_marked": self.ecn_marked[q],

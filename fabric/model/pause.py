@@ -16,11 +16,22 @@ from collections.abc import Iterable, Mapping
 QUANTUM_BITS = 512
 MAX_QUANTA = 0xFFFF
 NUM_PRIORITIES = 8
+# The shortest XOFF pause (0xFFFF quanta at speed / S) a live agent can keep refreshed: it
+# refreshes when half the pause has run and its event loop wakes within ~0.1-0.3 ms of a
+# deadline on this kind of machine (machine-facts.md), so 2 ms of wall time leaves the
+# refresh 1 ms, several wake-up delays, before the upstream's pause would lapse.
+MIN_REFRESHABLE_PAUSE_S = 2e-3
 
 
 def pause_seconds(quanta: int, rate_bps: float) -> float:
     """How long ``quanta`` pause quanta last on a port running at ``rate_bps``."""
     return quanta * QUANTUM_BITS / rate_bps
+
+
+def min_refreshable_scale(speed_mbps: int) -> float:
+    """The smallest time scale S at which a port of ``speed_mbps`` sends XOFF pauses of at
+    least ``MIN_REFRESHABLE_PAUSE_S`` (0xFFFF quanta at speed / S)."""
+    return MIN_REFRESHABLE_PAUSE_S * speed_mbps * 1e6 / (MAX_QUANTA * QUANTUM_BITS)
 
 
 class PauseState:

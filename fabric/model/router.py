@@ -566,6 +566,22 @@ class Router:
                 nh.next_retry = now + ARP_RETRY_S
                 self._arp_request(nh, out, now)
 
+    def next_timer(self) -> float | None:
+        """When ``tick`` next has work: a retry of a next hop being resolved, or the end of
+        a resolved one's lifetime (None: no neighbour has a timer running)."""
+        due = None
+        for nh in self.neighbors.values():
+            state = nh.state
+            if state == INCOMPLETE or state == PROBE:
+                at = nh.next_retry
+            elif state == REACHABLE:
+                at = nh.expires
+            else:
+                continue
+            if due is None or at < due:
+                due = at
+        return due
+
     # --- views -----------------------------------------------------------------------------
 
     def arp_table(self, now: float) -> list[dict]:

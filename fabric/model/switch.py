@@ -8,7 +8,7 @@ paced at the port's emulated rate, PFC both ways; counters.
     for port in switch.backlogged():                     # when next_send_time(port) has come
         while (frame := switch.dequeue(port, now)) is not None: send(port, frame)
     send_now(switch.take_control())                      # XON PFC raised by those dequeues
-    send_now(switch.tick(now))                           # every ~100 ms: timers
+    send_now(switch.tick(now))                           # when switch.next_timer() comes
 
 Frames go in and out as complete Ethernet frames with any 802.1Q tag inline; ports are
 SONiC names (``Ethernet0``). The pipeline of one frame:
@@ -24,7 +24,8 @@ SONiC names (``Ethernet0``). The pipeline of one frame:
    MAC on a routed port or an SVI, the router (``router.Router``). Both append
    ``(PortState, frame, (tc, pg))`` to a list and return a disposition (``counters``);
 3. egress (``_transmit``): the egress port's TC -> queue map picks the queue; WRED/ECN on
-   the queue depth marks CE or drops (``egress``); the frame waits in the port's
+   the queue depth marks CE (as the frame leaves the queue, or as it enters with
+   ``ecn_marking="enqueue"``) or drops (``egress``); the frame waits in the port's
    ``PortScheduler`` until ``dequeue`` releases it at the port's rate (speed / S), which
    also frees its ingress buffer bytes and may send XON (PFC quanta 0). A frame that
    ``dequeue`` would release at once (nothing queued on the port, wire free, queue not
@@ -49,7 +50,7 @@ import random
 from collections.abc import Callable, Iterable
 from ipaddress import IPv4Network
 
-from fabric.config import SwitchConfig
+from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, SwitchConfig
 from fabric.model.buffers import ADMITTED, IngressBuffers, PgBuffer
 from fabric.model.bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier
@@ -58,6 +59,7 @@ from fabric.model.counters import (
     PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters, drop_totals,
 )
 from fabric.model.egress import PFC_WD_DROP, EgressPort
+from fabric.model.egress_buffers import QUEUE_LIMIT, egress_pools
 from fabric.model.frames import (
     BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6,
     ETH_P_MAC_CONTROL, LINK_LOCAL_PREFIX, MAC_CONTROL_PFC, mac_bytes, mac_text,
@@ -67,6 +69,7 @@ from fabric.model.pause import PfcSender
 from fabric.model.ports import ROUTED, SWITCHED, PortState
 from fabric.model.router import L3Interface, LearnedRoute, Router
 from fabric.model.scheduler import Lateness
+from fabric.model.watchdog import FABRIC, WATCHDOG_PROFILES
 
 FDB_SWEEP_INTERVAL_S = 1.0
 
@@ -87,11 +90,21 @@ class Switch:
     """One emulated switch built from its SONiC configuration."""
 
     def __init__(self, config: SwitchConfig, time_scale: float | None = None,
-                 rand: Callable[[], float] = random.random, ecmp_salt: int = 0) -> None:
+                 rand: Callable[[], float] = random.random, ecmp_salt: int = 0,
+                 ecn_marking: str = DEFAULT_ECN_MARKING, pfc_watchdog: str = FABRIC) -> None:
         """``time_scale``: the lab's S (ports run at speed / S); None for infinite rate.
         ``rand``: WRED's uniform draw in [0, 1), injectable for exact tests (and seeded
-        per switch in a simulation); ``ecmp_salt``: the ECMP hash seed."""
+        per switch in a simulation); ``ecmp_salt``: the ECMP hash seed.
+        ``ecn_marking``: where WRED marks, ``dequeue`` or ``enqueue`` (``egress``).
+        ``pfc_watchdog``: the watchdogs' time profile (``watchdog``: ``fabric``, times x S,
+        or the storm check's ``storm-check``)."""
+        if ecn_marking not in ECN_MARKING_POINTS:
+            raise ValueError(f"ECN marking point {ecn_marking!r} is not one of "
+                             f"{', '.join(ECN_MARKING_POINTS)}")
         self.hostname = config.hostname
+        self.ecn_marking = ecn_marking
+        watchdog_scale = self._watchdog_scale(pfc_watchdog, time_scale)
+        self.pfc_watchdog = pfc_watchdog
         self.time_scale = time_scale
         self._paced = time_scale is not None
         self.router_mac = mac_bytes(config.mac)
@@ -124,11 +137,17 @@ class Switch:
         self._now = 0.0
         self._next_sweep = 0.0
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)
+        self._egress_pools = egress_pools(config.qos)
         for name, port in self._ports.items():
-            port.egress = EgressPort(config.qos, config.ports[name], time_scale, rand)
+            port.egress = EgressPort(config.qos, config.ports[name], time_scale, rand,
+                                     mark_at_dequeue=ecn_marking == "dequeue",
+                                     watchdog_scale=watchdog_scale, pools=self._egress_pools)
             port.pgs = [self._buffers.pg(name, pg) for pg in range(8)]
             port.pfc = [PfcSender(b.priorities, port.egress.rate_bps) if b.lossless else None
                         for b in port.pgs]
+        # what ``next_timer`` looks at: the PFC senders and the watchdogs there are
+        self._senders = [s for p in self._ports.values() for s in p.pfc if s is not None]
+        self._watchdogs = [w for p in self._ports.values() for w in p.egress.watchdogs.values()]
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
         self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
         # the frame being received holds these bytes: (PG buffer, bytes, its class tuple,
@@ -209,6 +228,38 @@ class Switch:
                     self._flush(port, event.queue, now, PFC_WD_DROP)
         return self.take_control()
 
+    def next_timer(self) -> float | None:
+        """The earliest time ``tick`` has work: the PFC refresh of a PG in XOFF (due when
+        half its pause has run), a PFC watchdog poll, an ARP retry or re-probe, the FDB
+        sweep; None when there is none. Call ``tick`` then, so refreshes leave when due
+        whatever the caller's clock (the agent's, a virtual one). A received pause ending
+        is not a tick's work: ``next_send_time`` counts a paused queue from its end."""
+        due = self._router.next_timer()
+        if self._vlans and (due is None or self._next_sweep < due):
+            due = self._next_sweep
+        for sender in self._senders:
+            if sender.xoff and (due is None or sender.next_refresh < due):
+                due = sender.next_refresh
+        for watchdog in self._watchdogs:
+            if due is None or watchdog.due < due:
+                due = watchdog.due
+        return due
+
+    def set_watchdog_profile(self, profile: str) -> None:
+        """Switch every PFC watchdog to ``profile`` (``watchdog.WATCHDOG_PROFILES``); the
+        next poll is due at once."""
+        scale = self._watchdog_scale(profile, self.time_scale)
+        for watchdog in self._watchdogs:
+            watchdog.rescale(scale)
+        self.pfc_watchdog = profile
+
+    @staticmethod
+    def _watchdog_scale(profile: str, time_scale: float | None) -> float:
+        if profile not in WATCHDOG_PROFILES:
+            raise ValueError(f"PFC watchdog profile {profile!r} is not one of "
+                             f"{', '.join(WATCHDOG_PROFILES)}")
+        return time_scale if profile == FABRIC and time_scale is not None else 1.0
+
     def dequeue(self, port: str, now: float) -> bytes | None:
         """The next frame ``port`` puts on the wire at ``now``, or None while its wire is
         busy or nothing may be sent (see ``next_send_time``). Frees the frame's ingress
@@ -220,6 +271,12 @@ class Switch:
         if got is None:
             return None
         frame, charge, queue = got
+        egress = state.egress
+        held = egress.buffers[queue]
+        if held is not None:
+            held.release(len(frame))
+        if egress.mark_at_dequeue:
+            frame = egress.depart(queue, frame)
         if not scheduler.packets:
             self._backlogged.pop(port, None)
         counters = state.counters
@@ -316,7 +373,10 @@ class Switch:
             "drops": drop_totals(*(p["drops"] for p in ports.values()),
                                  *(p["egress_drops"] for p in ports.values()), cpu["drops"]),
             "time_scale": self.time_scale,
+            "ecn_marking": self.ecn_marking,
+            "pfc_watchdog": self.pfc_watchdog,
             "pools": {name: pool.as_dict() for name, pool in self._buffers.pools.items()},
+            "egress_pools": {name: pool.as_dict() for name, pool in self._egress_pools.items()},
             "fdb": fdb,
             "arp": self._router.arp_table(now),
             "routes": self._router.route_table(),
@@ -523,16 +583,22 @@ class Switch:
                 size = len(admitted)
                 # cut through when unpaced (nothing ever waits) or when the port is idle
                 if paced and not egress.scheduler.start_now(queue, size, now):
-                    if cls is mine and charge is None:
-                        charge = Charge(buffer, nbytes, pending)
-                    egress.scheduler.enqueue(queue, admitted, charge if cls is mine else None,
-                                             now)
-                    self._backlogged[port.name] = port
-                    continue
-                counters = port.counters
-                counters.queue_tx_packets[queue] += 1
-                counters.queue_tx_bytes[queue] += size
-                self._control.append((port.name, admitted))
+                    held = egress.buffers[queue]
+                    if held is None or held.take(size):  # egress admission (BUFFER_QUEUE)
+                        if cls is mine and charge is None:
+                            charge = Charge(buffer, nbytes, pending)
+                        egress.scheduler.enqueue(queue, admitted,
+                                                 charge if cls is mine else None, now)
+                        self._backlogged[port.name] = port
+                        continue
+                    egress.count_drop(QUEUE_LIMIT, queue)
+                else:
+                    if egress.mark_at_dequeue:
+                        admitted = egress.depart(queue, admitted)
+                    counters = port.counters
+                    counters.queue_tx_packets[queue] += 1
+                    counters.queue_tx_bytes[queue] += size
+                    self._control.append((port.name, admitted))
             if cls is mine:  # this copy left the switch, sent or dropped
                 if charge is not None:
                     self._discharge(charge, now)
@@ -564,7 +630,10 @@ class Switch:
         if not dropped:
             return
         port.egress.count_drop(reason, queue, len(dropped))
-        for _, charge in dropped:
+        held = port.egress.buffers[queue]
+        for frame, charge in dropped:
+            if held is not None:
+                held.release(len(frame))
             if charge is not None:
                 self._discharge(charge, now)
         if not port.egress.scheduler.packets:

@@ -17,16 +17,23 @@ SONiC's (``reference/sonic-config.md``, "PFC watchdog"):
   and arriving, are dropped; ``forward``, it stops honouring PFC and transmits; ``alert``,
   the storm is only reported (the queue stays paused).
 
-Timing: the watchdog is a control-plane timer in milliseconds of real time, so it is not
-scaled by the lab's time scale (congestion.md: "Control-plane timers ... need not be
-scaled"). The caller polls at ``due``: one poll interval after the last poll, or sooner
-when a detection or restoration deadline falls in between. A storm is then declared
-between detection_time and detection_time + poll interval after it began, and restored
-exactly restoration_time after the last PFC. (A storm shows only after one whole held
-interval, so a detection_time shorter than the poll interval acts as one interval.)
-Polling strictly every interval is also correct: a deadline then waits for the next poll,
-which keeps the bound whenever detection_time is a multiple of the interval (SONiC's
-defaults: 200 ms and 200 ms).
+Timing: the watchdog's detection time, restoration time and poll interval are compared with
+data-plane events (pauses of 0xFFFF quanta, incasts that hold a queue for milliseconds), so
+in a data-plane-faithful run they run in fabric time like every such constant: scaled by the
+lab's S (congestion.md, "Keeping a real-time emulation honest": a 200 ms watchdog in wall
+time at S = 3000 is 67 us of fabric time, shorter than ordinary congestion pauses). That is
+the ``fabric`` profile. The storm check has a short profile of its own, ``storm-check``:
+the configured milliseconds as wall time, so that a storm of a second or two shows detection
+and restoration within the check; a congestion run must not use it (``WATCHDOG_PROFILES``).
+
+The caller polls at ``due``: one poll interval after the last poll, or sooner when a
+detection or restoration deadline falls in between. A storm is then declared between
+detection_time and detection_time + poll interval after it began, and restored exactly
+restoration_time after the last PFC. (A storm shows only after one whole held interval, so
+a detection_time shorter than the poll interval acts as one interval.) Polling strictly
+every interval is also correct: a deadline then waits for the next poll, which keeps the
+bound whenever detection_time is a multiple of the interval (SONiC's defaults: 200 ms and
+200 ms).
 """
 from __future__ import annotations
 
@@ -36,6 +43,11 @@ from fabric.config import PfcWatchdog
 
 STORM = "storm"
 RESTORE = "restore"
+
+# Watchdog time profiles: the clock its times run on (module docstring, "Timing").
+FABRIC = "fabric"  # times x S: every data-plane-faithful run
+STORM_CHECK = "storm-check"  # the configured times as wall time: the storm check only
+WATCHDOG_PROFILES = (FABRIC, STORM_CHECK)
 
 # Poll times come from a float clock: a poll meant for a deadline may land an ulp short.
 _EPSILON_S = 1e-9
@@ -53,16 +65,19 @@ class QueueWatchdog:
     """The PFC watchdog of one (port, lossless queue)."""
 
     __slots__ = ("port", "queue", "action", "detection_s", "restoration_s", "interval_s",
-                 "stormed", "due", "events", "_polled_at", "_depth", "_tx", "_storm_from")
+                 "stormed", "due", "events", "_polled_at", "_depth", "_tx", "_storm_from",
+                 "_settings", "_poll_ms")
 
     def __init__(self, port: str, queue: int, settings: PfcWatchdog,
-                 poll_interval_ms: int) -> None:
+                 poll_interval_ms: int, time_scale: float = 1.0) -> None:
+        """``time_scale``: what the configured times are multiplied by (S in the ``fabric``
+        profile, 1 in ``storm-check``; ``rescale`` changes it)."""
         self.port = port
         self.queue = queue
         self.action = settings.action
-        self.detection_s = settings.detection_time_ms / 1000
-        self.restoration_s = settings.restoration_time_ms / 1000
-        self.interval_s = poll_interval_ms / 1000
+        self._settings = settings
+        self._poll_ms = poll_interval_ms
+        self.rescale(time_scale)
         self.stormed = False
         self.due = float("-inf")  # when the caller should poll next
         self.events: list[WatchdogEvent] = []
@@ -70,6 +85,14 @@ class QueueWatchdog:
         self._depth = 0
         self._tx = 0
         self._storm_from: float | None = None  # a suspected storm's start
+
+    def rescale(self, time_scale: float) -> None:
+        """Run the configured times x ``time_scale`` from now on; the next poll is due at
+        once, so that a shorter interval takes effect without waiting out the old one."""
+        self.detection_s = self._settings.detection_time_ms / 1000 * time_scale
+        self.restoration_s = self._settings.restoration_time_ms / 1000 * time_scale
+        self.interval_s = self._poll_ms / 1000 * time_scale
+        self.due = float("-inf")
 
     @property
     def drops(self) -> bool:

@@ -12,7 +12,8 @@
 # the container.
 #
 # ROCELAB_TIME_SCALE (from the node's rocelab.time-scale label) paces the ports at speed / S;
-# without it the agent runs unpaced.
+# without it the agent runs unpaced. ROCELAB_ECN_MARKING (label rocelab.ecn-marking) says
+# where WRED marks: dequeue (the agent's default) or enqueue.
 #
 # The agent's control socket and log go to /run/rocelab (agent.sock, agent.log): rocelab binds
 # that folder from the lab's state folder, so lab.status and fabric.client reach the agent.
@@ -81,4 +82,5 @@ mkdir -p "$CONTROL_DIR"
 echo "rocelab-switch $NAME: ports $ports; agent log in $CONTROL_DIR/agent.log"
 exec python -m fabric.agent --config "$CONFIG" --name "$NAME" \
     --control "$CONTROL_DIR/agent.sock" --ports "$ports" \
-    ${ROCELAB_TIME_SCALE:+--time-scale "$ROCELAB_TIME_SCALE"} >>"$CONTROL_DIR/agent.log" 2>&1
+    ${ROCELAB_TIME_SCALE:+--time-scale "$ROCELAB_TIME_SCALE"} \
+    ${ROCELAB_ECN_MARKING:+--ecn-marking "$ROCELAB_ECN_MARKING"} >>"$CONTROL_DIR/agent.log" 2>&1

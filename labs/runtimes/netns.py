@@ -264,7 +264,7 @@ def agent_argv(topo: Topology, node: Node, state: LabState, control: Path) -> li
     return [sys.executable, "-m", "fabric.agent", "--config", str(node.config_path),
             "--name", node.name, "--control", str(control), "--unemulated-tables", unemulated,
             "--ports", ",".join(topo.interfaces(node.name)),
-            "--time-scale", str(node.time_scale), *roots]
+            "--time-scale", str(node.time_scale), "--ecn-marking", node.ecn_marking, *roots]
 
 
 def trace_roots(state: LabState) -> list[Path]:

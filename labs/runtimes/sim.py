@@ -54,6 +54,9 @@ class SimAgent:
     def clear_fidelity(self) -> None:
         self.switch.switch.clear_fidelity()
 
+    def pfc_watchdog(self, profile: str) -> None:
+        self.switch.set_watchdog_profile(profile)
+
     def trace_start(self, path: str | Path, interval_ms: float = 1.0,
                     ports: list[str] | None = None) -> dict:
         ports = ports or sorted(self.switch.wires)

@@ -4,6 +4,7 @@ built from its config_db.json), one ``SimHost`` per host, two ``Wire``s per link
 - a wire runs at the speed of the switch port at either end (PORT ``speed``; both ends of a
   switch-to-switch link must agree), divided by S;
 - its delay is the cable's (CABLE_LENGTH of the switch port, ~5 ns per metre) times S;
+- each switch marks ECN where its ``rocelab.ecn-marking`` label says (``Node.ecn_marking``);
 - the seed derives every random choice: each switch's WRED draw and ECMP hash seed, and the
   flows' start jitter (``labs.runtimes.sim``), so a lab and a seed give one result.
 """
@@ -45,9 +46,9 @@ class SimNetwork:
             ifaces = {port_name(i): i for i in topo.interfaces(node.name)}
             rng = random.Random(derived_seed(seed, node.name, "wred"))
             model = Switch(node.config, time_scale=time_scale, rand=rng.random,
-                           ecmp_salt=derived_seed(seed, node.name, "ecmp"))
-            self.switches[node.name] = SimSwitch(self.engine, node.name, model, ifaces,
-                                                 time_scale)
+                           ecmp_salt=derived_seed(seed, node.name, "ecmp"),
+                           ecn_marking=node.ecn_marking)
+            self.switches[node.name] = SimSwitch(self.engine, node.name, model, ifaces)
         for name, learned in bgp.routes(topo).items():  # what FRR would install (eBGP)
             self.switches[name].switch.update_routes(learned)
         for node in topo.hosts:

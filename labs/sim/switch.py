@@ -6,7 +6,10 @@ agent drives it (``fabric/agent.py``), with wires instead of sockets and the eng
 - a port's wake: ``dequeue`` while it gives frames, then ``take_control`` (XON), and a new
   wake if the port is still backlogged (one pending wake per port: a generation number makes
   older ones return at once);
-- timers: ``tick`` every ``tick_s`` of fabric time x S (PFC refresh, watchdog, ARP).
+- timers: ``tick`` exactly when ``Switch.next_timer`` says (a PFC refresh at half the pause,
+  a watchdog poll, an ARP retry, the FDB sweep), as the agent arms its own: one pending tick
+  event, re-armed after every receive, dequeue and tick when the next timer moved earlier (a
+  generation number makes a superseded one return at once).
 """
 from __future__ import annotations
 
@@ -18,14 +21,10 @@ from fabric.model.switch import Switch
 from labs.sim.engine import Engine, to_ps
 from labs.sim.wire import Wire
 
-# Fabric time between two timer runs: a PFC refresh is due every half pause (168 us at 100G,
-# 42 us at 400G); the live agent's 100 ms tick at S = 3000 is 33 us of fabric time.
-TICK_FABRIC_S = 20e-6
-
 
 class SimSwitch:
-    def __init__(self, engine: Engine, name: str, switch: Switch, ifaces: dict[str, str],
-                 time_scale: float) -> None:
+    def __init__(self, engine: Engine, name: str, switch: Switch,
+                 ifaces: dict[str, str]) -> None:
         self.engine = engine
         self.name = name
         self.switch = switch
@@ -33,12 +32,13 @@ class SimSwitch:
         self.wires: dict[str, Wire] = {}  # SONiC port -> its outgoing wire
         self._armed: dict[str, tuple[int, int]] = {}  # port -> (wake time, generation)
         self._gen = 0
-        self.tick_ps = max(1, to_ps(TICK_FABRIC_S * time_scale))
+        self._tick_at: int | None = None  # when the pending tick runs (ps); None: none
+        self._tick_gen = 0
         self.trace: Trace | None = None
         self._trace_gen = 0
 
     def start(self) -> None:
-        self.engine.after(self.tick_ps, self._tick)
+        self._arm_tick()
 
     # --- the data path ----------------------------------------------------------------
 
@@ -46,6 +46,7 @@ class SimSwitch:
         engine = self.engine
         self._send(self.switch.receive(port, frame, engine.now))
         self._arm()
+        self._arm_tick()  # an XOFF starts its refresh timer
 
     def _send(self, out: list[tuple[str, bytes]]) -> None:
         wires = self.wires
@@ -81,15 +82,43 @@ class SimSwitch:
                 wire.send(frame)
         self._send(self.switch.take_control())
         self._arm()
+        self._arm_tick()
 
-    def _tick(self) -> None:
-        self._send(self.switch.tick(self.engine.now))
+    def _arm_tick(self) -> None:
+        """The tick at ``Switch.next_timer`` (at once when it is due already), unless the
+        pending one comes at or before it."""
+        due = self.switch.next_timer()
+        if due is None:
+            return
+        engine = self.engine
+        when = engine.now_ps if due <= engine.now else to_ps(due)
+        if self._tick_at is not None and self._tick_at <= when:
+            return
+        self._tick_gen += 1
+        self._tick_at = when
+        engine.at(when, self._tick, self._tick_gen)
+
+    def _tick(self, gen: int) -> None:
+        if gen != self._tick_gen:
+            return  # superseded by an earlier tick
+        self._tick_at = None
+        now = self.engine.now
+        self._send(self.switch.tick(now))
         self._arm()
-        self.engine.after(self.tick_ps, self._tick)
+        due = self.switch.next_timer()
+        if due is not None and due <= now:  # would tick at this instant for ever
+            raise RuntimeError(f"{self.name}: Switch.next_timer is {due} after a tick at {now}")
+        self._arm_tick()
 
     def set_port_up(self, port: str, up: bool) -> None:
         self.switch.set_port_up(port, up)
         self._arm()
+        self._arm_tick()
+
+    def set_watchdog_profile(self, profile: str) -> None:
+        """The PFC watchdogs' time profile (``fabric.model.watchdog``); they poll at once."""
+        self.switch.set_watchdog_profile(profile)
+        self._arm_tick()
 
     # --- what an agent's control socket answers -----------------------------------------
 

@@ -139,6 +139,20 @@ def test_rx_ring_puts_the_stripped_vlan_tag_back():
     assert frame[12:16] == bytes.fromhex("88a86000")
 
 
+def test_oldest_stamp_is_the_kernels_receive_time_of_the_next_frame():
+    ring = bytearray(BLOCK)
+    rx = afpacket.RxRing(ring, 2, SLOT, BLOCK)
+    assert afpacket.oldest_stamp(rx) is None  # nothing waiting
+    for at, (sec, nsec) in zip(rx.slots, [(1_700_000_000, 250_000_000), (1_700_000_001, 0)]):
+        ring_slot(ring, at, probe_frame(nonce(at), tagged=False))
+        afpacket.SLOT_STAMP.pack_into(ring, at + afpacket.SLOT_STAMP_OFFSET, sec, nsec)
+    assert afpacket.oldest_stamp(rx) == 1_700_000_000.25
+    rx.take(1)
+    assert afpacket.oldest_stamp(rx) == 1_700_000_001.0
+    rx.take(1)
+    assert afpacket.oldest_stamp(rx) is None
+
+
 def test_rx_ring_skips_and_counts_frames_longer_than_a_slot():
     ring = bytearray(BLOCK)
     rx = afpacket.RxRing(ring, 2, SLOT, BLOCK)

@@ -103,7 +103,7 @@ def test_leaf1_buffers(leaf1: SwitchConfig) -> None:
         "ingress_lossless_pool", "ingress", "dynamic", 12766208, 1720320
     )
     assert qos.buffer_profiles["pg_lossless_100000_40m_profile"] == BufferProfile(
-        "pg_lossless_100000_40m_profile", "ingress_lossless_pool", 66560,
+        "pg_lossless_100000_40m_profile", "ingress_lossless_pool", 18432,  # xon alone: the headroom is shared
         dynamic_th=0, xon=18432, xoff=48128, xon_offset=2496,
     )
     assert qos.buffer_profiles["egress_lossless_profile"].static_th == 12766208
@@ -129,7 +129,7 @@ def test_leaf1_scheduling_wred_watchdog(leaf1: SwitchConfig) -> None:
     assert qos.queues[("Ethernet8", 0)].wred_profile is None
     wred = qos.wred_profiles["AZURE_LOSSLESS"]
     assert wred.ecn == "ecn_all"
-    assert wred.green == wred.yellow == wred.red == WredColor(True, 150000, 1500000, 5)
+    assert wred.green == wred.yellow == wred.red == WredColor(True, 150000, 1500000, 100)
     assert qos.pfc_wd["Ethernet0"] == PfcWatchdog("drop", 200, 200)
     assert qos.pfc_wd_poll_interval_ms == 200
 
@@ -337,6 +337,10 @@ ERRORS: list[tuple[str, Mutation, str]] = [
      "BUFFER_PG|Ethernet0|3-8: must be between 0 and 7 (got 8)"),
     ("overlapping ranges", put_entry("BUFFER_QUEUE", "Ethernet0|2-3", {"profile": "egress_lossy_profile"}),
      "BUFFER_QUEUE|Ethernet0|2-3: Ethernet0 index 2 is already set by another entry"),
+    ("queue profile in an ingress pool",
+     set_field("BUFFER_QUEUE", "Ethernet0|3", "profile", "ingress_lossy_profile"),
+     "BUFFER_QUEUE|Ethernet0|3: profile: ingress_lossy_profile is in ingress_lossless_pool, "
+     "an ingress pool: an egress queue needs a profile of an egress pool"),
     ("range key without index", rename_key("BUFFER_PG", "Ethernet0|3", "Ethernet0"),
      "BUFFER_PG|Ethernet0: key must be Ethernet<N>|<index> or Ethernet<N>|<first>-<last>"),
     ("unknown pool", set_field("BUFFER_PROFILE", "egress_lossy_profile", "pool", "lossy_pool"),

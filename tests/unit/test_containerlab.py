@@ -303,6 +303,17 @@ def test_deploy_document_for_the_project_switch(lab_copy, tmp_path):
     assert doc["topology"]["nodes"]["spine1"]["kind"] == "sonic-vs"
 
 
+def test_deploy_document_passes_an_enqueue_marking_point(lab_copy, tmp_path):
+    def edit(doc):
+        labelled("leaf1")(doc)
+        doc["topology"]["nodes"]["leaf1"]["labels"]["rocelab.ecn-marking"] = "enqueue"
+    topo = topology.load(lab_copy(edit=edit))
+    modes = {n.name: LoadMode.BIND for n in topo.switches if n.name != "leaf1"}
+    doc = clabfile.deploy_document(topo, clabfile.read_document(topo), "9.9",
+                                   {"leaf1": tmp_path / "agent"}, modes)
+    assert doc["topology"]["nodes"]["leaf1"]["env"]["ROCELAB_ECN_MARKING"] == "enqueue"
+
+
 def test_absolute_binds_for_a_file_that_lives_elsewhere(lab_copy, tmp_path):
     def edit(doc):
         doc["topology"]["nodes"]["h1"]["binds"] = ["notes.txt:/root/notes.txt:ro"]

@@ -23,6 +23,7 @@ from fabric.control import (
     MAX_CONNECTIONS, MAX_REQUEST_BYTES, RequestError, TraceLimits, parse_request, peer_allowed,
     secure_folder,
 )
+from fabric.model.watchdog import WATCHDOG_PROFILES
 from tests.unit.test_lossless import leaf1
 
 PORTS = ["Ethernet0", "Ethernet4"]
@@ -64,6 +65,12 @@ T = TypeVar("T")
     (b'{"cmd": "trace", "path": "/r/t", "ports": [1]}', "ports must be a list"),
     (b'{"cmd": "trace", "path": "/r/t", "ports": ["Ethernet0", "Ethernet0"]}', "distinct"),
     (b'{"cmd": "trace", "path": "/r/t", "ports": ["Ethernet99"]}', "not among"),
+    (b'{"cmd": "pfc_watchdog"}', "missing field"),
+    (b'{"cmd": "pfc_watchdog", "profile": "fast"}', "profile must be one of"),
+    (b'{"cmd": "pfc_watchdog", "profile": ["fabric"]}', "profile must be one of"),
+    (b'{"cmd": "pfc_watchdog", "profile": null}', "profile must be one of"),
+    (b'{"cmd": "pfc_watchdog", "profile": "x' + b"y" * 5000 + b'"}', "profile must be one of"),
+    (b'{"cmd": "pfc_watchdog", "profile": "fabric", "port": "Ethernet0"}', "unknown field"),
     (b"{", "not JSON"),
     (b"garbage", "not JSON"),
     (b"", "not JSON"),
@@ -90,6 +97,9 @@ def test_a_well_formed_request_comes_back_checked():
         "max_seconds": 60, "max_bytes": 4096}
     assert parse_request(b'{"cmd": "trace", "path": "/r/t", "ports": null}', PORTS,
                          LIMITS)["ports"] is None
+    for profile in WATCHDOG_PROFILES:
+        raw = json.dumps({"cmd": "pfc_watchdog", "profile": profile}).encode()
+        assert parse_request(raw, PORTS, LIMITS) == {"cmd": "pfc_watchdog", "profile": profile}
 
 
 def test_only_root_or_the_agents_own_user_may_talk_to_it():
@@ -241,3 +251,12 @@ def test_traces_stay_in_the_agents_folders_and_end_at_their_limit(running, tmp_p
     assert len(lines) == end["samples"] + 1
     with pytest.raises(AgentError, match="no trace is running"):
         running.client.trace_stop()
+
+
+def test_the_watchdog_profile_is_set_over_the_socket_and_a_bad_one_refused(running):
+    running.client.pfc_watchdog("storm-check")
+    assert running.client.counters()["pfc_watchdog"] == "storm-check"
+    with pytest.raises(AgentError, match="profile must be one of fabric, storm-check"):
+        running.client.pfc_watchdog("wall")
+    assert running.client.counters()["pfc_watchdog"] == "storm-check"
+    assert running.client.ping()["control"]["rejected"] == 1

@@ -648,6 +648,21 @@ def test_arp_retries_every_second_and_gives_up_after_three_requests():
     assert [p for p, _ in out] == [port] and Ether(out[0][1])[ARP].op == 1
 
 
+def test_ticks_at_next_timer_send_the_arp_retries_on_time():
+    """A caller that ticks only when ``next_timer`` says retries ARP as one ticking every
+    100 ms does, and the re-probe of a resolved entry is due when its lifetime ends."""
+    sw = leaf1()
+    frame = udp(RMAC, H1, H1_IP, H3_IP, sport=50000)
+    requests_at = [0.0] * len(sw.receive("Ethernet8", frame, 0.0))
+    while (due := sw.next_timer()) is not None and due < 5.0:
+        requests_at += [due] * sum(Ether(f).haslayer(ARP) for _, f in sw.tick(due))
+    assert requests_at == [0.0, 1.0, 2.0]
+    assert sw.counters()["ports"]["Ethernet8"]["drops"] == {"arp_unresolved": 1}
+    resolved = leaf1()
+    resolve_spines(resolved, now=0.0)
+    assert resolved._router.next_timer() == 600.0
+
+
 def test_at_most_16_held_per_next_hop():
     sw = leaf1()
     spine = expected_spine(H1_IP, H3_IP, 50000)

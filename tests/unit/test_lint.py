@@ -112,6 +112,36 @@ def test_headroom_size_without_shared_pool(tmp_path):
         ("warning", str(config), "BUFFER_PROFILE|pg_lossless_100000_40m_profile|size")]
 
 
+@pytest.mark.parametrize("lab", ["roce-v2-leafspine", "roce-v1-l2"])
+def test_project_labs_mark_fully_and_count_headroom_once(lab):
+    rules = {f.rule for f in lint(load_lab(lab))}
+    assert not rules & {"headroom", "ecn-probability"}
+
+
+def test_headroom_counted_twice_with_a_shared_pool(tmp_path):
+    """size = xon + xoff while the pool has a shared headroom pool: the PG reserves its
+    headroom and draws it from the shared pool as well."""
+    profile = "pg_lossless_100000_40m_profile"
+    clab, config = seeded(tmp_path, "leaf1", _set("BUFFER_PROFILE", profile, "size", "66560"))
+    found = findings_of(clab, "headroom")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("warning", str(config), f"BUFFER_PROFILE|{profile}|size")]
+    assert "counted twice" in found[0].why and found[0].fix.startswith("set size to 18432")
+
+
+def test_low_marking_probability_where_hosts_run_dcqcn(tmp_path):
+    def five_percent(data: Config) -> None:
+        data["WRED_PROFILE"]["AZURE_LOSSLESS"]["green_drop_probability"] = "5"
+    clab, config = seeded(tmp_path, "spine1", five_percent)
+    found = findings_of(clab, "ecn-probability")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("warning", str(config), "WRED_PROFILE|AZURE_LOSSLESS|green_drop_probability")]
+    assert "5 %" in found[0].why
+    nic = clab.parent / "nic" / "default.yml"
+    nic.write_text(nic.read_text().replace("  enabled: true", "  enabled: false"))
+    assert findings_of(clab, "ecn-probability") == []  # no DCQCN: no one needs the marks
+
+
 def test_ecn_above_xoff(tmp_path):
     """A static XOFF at 100 KB under an ECN band that starts at 150 KB: PFC fires first."""
     def static_xoff(data: Config) -> None:

@@ -31,7 +31,8 @@ FRAME = 1000  # bytes per test frame
 
 
 def leaf1(pool: int = POOL, headroom_pool: int | None = None,
-          pfc_enable: str | None = None, rand: float = 0.5) -> Switch:
+          pfc_enable: str | None = None, rand: float = 0.5,
+          ecn_marking: str = "dequeue") -> Switch:
     data = json.loads(LEAF1_JSON.read_text())
     data["BUFFER_POOL"]["ingress_lossless_pool"]["size"] = str(pool)
     if headroom_pool is not None:
@@ -39,7 +40,8 @@ def leaf1(pool: int = POOL, headroom_pool: int | None = None,
     if pfc_enable is not None:
         for entry in data["PORT_QOS_MAP"].values():
             entry["pfc_enable"] = pfc_enable
-    return Switch(parse(data, str(LEAF1_JSON)), time_scale=S, rand=lambda: rand)
+    return Switch(parse(data, str(LEAF1_JSON)), time_scale=S, rand=lambda: rand,
+                  ecn_marking=ecn_marking)
 
 
 def udp_frame(dscp: int, ecn: int = ECT0, size: int = FRAME, src: str = H2,
@@ -78,6 +80,28 @@ def blast_until_pfc(sw: Switch, now: float = 0.0, dscp: int = 26,
         if quanta:
             return n, quanta
     return limit, []
+
+
+def test_next_timer_is_when_tick_has_work():
+    """PFC refresh due at half the pause, watchdog polls every poll interval x S, the FDB
+    sweep: a caller that ticks only at next_timer sends every refresh on time, so the
+    upstream's pause never lapses while the PG stays in XOFF."""
+    sw = learned(leaf1())
+    sw.tick(0.0)  # first polls and sweep
+    idle = sw.next_timer()
+    assert idle == 1.0  # the FDB sweep; the watchdogs' polls are 200 ms x S away
+    blast_until_pfc(sw)
+    half = pause_seconds(MAX_QUANTA, RATE) / 2
+    assert sw.next_timer() == half  # XOFF at 0.0: the refresh
+    refreshes, now = [], 0.0
+    while len(refreshes) < 4:
+        now = sw.next_timer()
+        out = pfc_quanta(sw.tick(now), H2_PORT)
+        if out:
+            refreshes.append(now)
+    assert refreshes == pytest.approx([half * k for k in range(1, 5)])
+    watchdogs = sw.counters()["ports"][H1_PORT]["watchdog"]
+    assert watchdogs and sw.counters()["pfc_watchdog"] == "fabric"
 
 
 def test_xoff_sends_pfc_for_priority_3_out_of_the_ingress_port_at_once():
@@ -186,21 +210,50 @@ def test_received_pfc_and_pause_count_as_flow_control_not_as_drops():
     assert port["rx_packets"] == 5 == port["forwarded"] + port["flow_control"] + 1
 
 
-def test_wred_marks_ect_frames_ce_above_min_and_drops_not_ect():
-    sw = learned(leaf1(pool=1 << 24, rand=0.0))
+def drain(sw: Switch, port: str) -> list[bytes]:
+    """Everything queued on ``port``, dequeued as the wire frees."""
+    now, frames = 0.0, []
+    while (at := sw.next_send_time(port)) is not None:
+        now = max(now, at)
+        frames.append(sw.dequeue(port, now))
+    return frames
+
+
+def test_wred_at_enqueue_marks_frames_that_find_the_queue_above_min():
+    sw = learned(leaf1(pool=1 << 24, rand=0.0, ecn_marking="enqueue"))
     minimum = 150000  # AZURE_LOSSLESS green_min_threshold
     for _ in range(minimum // FRAME + 5):
         sw.receive(H2_PORT, udp_frame(26), 0.0)
     sw.receive(H2_PORT, udp_frame(26, ecn=0), 0.0)  # Not-ECT: WRED drops it
-    now, ecns = 0.0, []
-    while (at := sw.next_send_time(H1_PORT)) is not None:
-        now = max(now, at)
-        ecns.append(ecn_field(sw.dequeue(H1_PORT, now)))
+    ecns = [ecn_field(f) for f in drain(sw, H1_PORT)]
     first_marked = ecns.index(CE)
     assert first_marked * FRAME >= minimum and set(ecns[first_marked:]) == {CE}
     port = sw.counters()["ports"][H1_PORT]
     assert port["ecn_marked"] == len(ecns) - first_marked
     assert port["egress_drops"] == {"wred": 1}
+
+
+def test_wred_at_dequeue_marks_frames_that_leave_the_queue_above_min():
+    """The same burst, marking at dequeue: a frame is marked when the bytes still queued
+    behind it are above the minimum, so the head of the burst is marked and the last
+    ~150 KB are not, however long they waited; Not-ECT frames are still dropped on entry."""
+    sw = learned(leaf1(pool=1 << 24, rand=0.0))
+    minimum = 150000
+    for _ in range(minimum // FRAME + 5):
+        sw.receive(H2_PORT, udp_frame(26), 0.0)
+    sw.receive(H2_PORT, udp_frame(26, ecn=0), 0.0)  # Not-ECT: WRED drops it at enqueue
+    ecns = [ecn_field(f) for f in drain(sw, H1_PORT)]
+    queued = len(ecns)  # the burst but its first frame, which cut through the idle wire
+    behind = [(queued - 1 - k) * FRAME for k in range(queued)]
+    assert ecns == [CE if depth > minimum else ECT0 for depth in behind]  # p = 0 at min
+    port = sw.counters()["ports"][H1_PORT]
+    assert port["ecn_marked"] == ecns.count(CE) > 0
+    assert port["egress_drops"] == {"wred": 1}
+
+
+def test_wred_marking_point_is_validated():
+    with pytest.raises(ValueError, match="'ingress' is not one of dequeue, enqueue"):
+        leaf1(ecn_marking="ingress")
 
 
 def test_dequeue_is_paced_at_speed_over_s():
@@ -270,26 +323,39 @@ def test_a_flood_holds_its_bytes_until_its_queued_copy_leaves():
     assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == 0
 
 
-def test_pfc_storm_is_detected_and_the_watchdog_drops_the_queue():
+@pytest.mark.parametrize("profile, scale", [("fabric", S), ("storm-check", 1.0)])
+def test_pfc_storm_is_detected_and_the_watchdog_drops_the_queue(profile, scale):
+    """PFC_WD (drop, 200 ms, poll 200 ms) in fabric time, x S, or in the storm check's
+    profile, as wall time."""
     sw = learned(leaf1())
+    sw.set_watchdog_profile(profile)
     storm = pfc_frame(mac_bytes(H1), {3: MAX_QUANTA})
     sw.receive(H1_PORT, storm, 0.0)  # paused first, so the frame stays in queue 3
     sw.receive(H2_PORT, udp_frame(26), 0.0)
-    now = 0.0
-    while now < 0.5:  # h1 keeps pausing queue 3 (PFC_WD: drop, 200 ms, poll 200 ms)
+    now, step = 0.0, 0.05 * min(scale, pause_seconds(MAX_QUANTA, RATE) / 0.05 / 2)
+    while now < 0.5 * scale:  # h1 keeps pausing queue 3, a pause's time apart at most
         sw.receive(H1_PORT, storm, now)
-        sw.tick(now)
-        now = round(now + 0.05, 2)
+        if now >= sw.next_timer():
+            sw.tick(now)
+        now += step
     port = sw.counters()["ports"][H1_PORT]
     (event,) = port["watchdog"]["3"]["events"]
-    assert event["kind"] == "storm" and 0.2 <= event["time"] <= 0.4 + 1e-9
+    assert event["kind"] == "storm" and 0.2 * scale <= event["time"] <= (0.4 + 1e-9) * scale
     assert port["egress_drops"] == {"pfc_wd": 1} and sw.backlogged() == []
     sw.receive(H2_PORT, udp_frame(26), now)  # arriving frames are dropped too
     assert sw.counters()["ports"][H1_PORT]["egress_drops"] == {"pfc_wd": 2}
     assert sw.counters()["ports"][H2_PORT]["pgs"]["3"]["used"] == 0  # buffers freed
-    for t in (now + 0.1, now + 0.2, now + 0.3):  # no PFC for 200 ms: restored
-        sw.tick(t)
+    sw.tick(now + 0.1 * scale)  # the last PFC came one step before now
+    assert sw.counters()["ports"][H1_PORT]["watchdog"]["3"]["stormed"] is True
+    while (due := sw.next_timer()) <= now + 0.2 * scale:  # no PFC for 200 ms: restored
+        sw.tick(due)
     assert sw.counters()["ports"][H1_PORT]["watchdog"]["3"]["stormed"] is False
+    assert sw.counters()["pfc_watchdog"] == profile
+
+
+def test_watchdog_profile_is_validated():
+    with pytest.raises(ValueError, match="'wall' is not one of fabric, storm-check"):
+        learned(leaf1()).set_watchdog_profile("wall")
 
 
 def test_fidelity_verdict_names_what_was_lost():
@@ -329,16 +395,19 @@ def test_clearing_fidelity_forgets_earlier_episodes_and_lateness_only():
     assert after["ports"][H2_PORT]["pfc_tx"] == before["ports"][H2_PORT]["pfc_tx"]
 
 
+@pytest.mark.parametrize("key, what", [("lateness", "lateness"), ("ingress_lag", "ingress lag")])
 @pytest.mark.parametrize("count, late", [(100, True), (99, False)])
-def test_lateness_fails_fidelity_only_over_enough_frames(count, late):
-    """A p99 over a handful of frames is the worst one: it is reported, not judged."""
+def test_lateness_fails_fidelity_only_over_enough_frames(count, late, key, what):
+    """A p99 over a handful of frames is the worst one: it is reported, not judged. The
+    agent's ingress lag (kernel stamp to taken) is judged like the scheduler's lateness."""
     from fabric.client import MIN_FRAMES_FOR_P99, fidelity
     assert MIN_FRAMES_FOR_P99 == 100
     port = {"fidelity": {"mtu_frame_s": 2e-3, "headroom": [],
-                         "lateness": {"count": count, "p99_s": 3e-3, "max_s": 5e-3}}}
+                         key: {"count": count, "p99_s": 3e-3, "max_s": 5e-3}}}
     verdict = fidelity({"time_scale": 3000, "ports": {"Ethernet8": port}})
     assert verdict["ok"] is not late
-    assert bool(verdict["problems"]) is late
+    assert verdict["problems"] == ([f"Ethernet8: p99 {what} 3.00 ms > one MTU frame (2.00 ms)"]
+                                   if late else [])
 
 
 @pytest.mark.parametrize("quanta", [{3: 0xFFFF}, {3: 0}, {3: 0x1234, 4: 7}])

@@ -11,7 +11,7 @@ from labs import nic, topology
 from labs.nic import NicError, NicSettings
 from labs.topology import TopologyError
 from tests.conftest import TOPOLOGIES
-from traffic.dcqcn import DcqcnParams
+from traffic.dcqcn import DcqcnParams, FirmwareParams
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -24,8 +24,11 @@ def test_defaults():
     s = NicSettings()
     assert (s.roce.dscp, s.roce.priority, s.roce.mtu, s.roce.ecn) == (26, 3, 1024, True)
     assert (s.cnp.dscp, s.cnp.priority) == (48, 6)
-    assert s.dcqcn.enabled
-    assert s.dcqcn.to_params(40e9) == DcqcnParams()  # the same defaults, exactly
+    assert s.dcqcn.enabled and s.dcqcn.mode == "firmware"
+    assert s.dcqcn.to_params(100e9) == FirmwareParams()  # the same defaults, exactly
+    paper = NicSettings.model_validate({"dcqcn": {"mode": "paper"}}).dcqcn
+    assert paper.to_params(40e9) == DcqcnParams()
+    assert paper.rpg_time_reset is None and s.dcqcn.k_us is None  # the other mode's: unset
 
 
 def test_empty_file_is_all_defaults(tmp_path):
@@ -33,7 +36,8 @@ def test_empty_file_is_all_defaults(tmp_path):
 
 
 def test_to_params_units():
-    d = NicSettings.model_validate({"dcqcn": {"k_us": 10, "t_us": 300, "b_bytes": 1000,
+    d = NicSettings.model_validate({"dcqcn": {"mode": "paper", "k_us": 10, "t_us": 300,
+                                              "b_bytes": 1000,
                                               "rai_mbps": 5, "rhai_mbps": 50,
                                               "min_rate_mbps": 2, "cnp_interval_us": 4}}).dcqcn
     p = d.to_params(100e9)
@@ -42,16 +46,38 @@ def test_to_params_units():
     assert (p.rai_bps, p.rhai_bps, p.min_rate_bps, p.b_bytes) == (5e6, 50e6, 2e6, 1000)
 
 
+def test_firmware_to_params_units():
+    d = NicSettings.model_validate({"dcqcn": {
+        "rpg_time_reset": 55, "rpg_byte_reset": 0, "rpg_threshold": 5, "rpg_ai_rate": 40,
+        "rpg_hai_rate": 200, "rpg_gd": 10, "rpg_min_dec_fac": 70, "rpg_min_rate": 10,
+        "rate_reduce_monitor_period": 8, "dce_tcp_g": 1020, "dce_tcp_rtt": 2,
+        "initial_alpha_value": 512, "clamp_tgt_rate": 1, "clamp_tgt_rate_after_time_inc": 0,
+        "min_time_between_cnps": 50}}).dcqcn
+    p = d.to_params(25e9)
+    assert isinstance(p, FirmwareParams) and p.line_rate_bps == 25e9
+    assert (p.rpg_time_reset_s, p.rate_reduce_monitor_period_s, p.dce_tcp_rtt_s,
+            p.min_time_between_cnps_s) == pytest.approx((55e-6, 8e-6, 2e-6, 50e-6))
+    assert (p.rpg_ai_rate_bps, p.rpg_hai_rate_bps, p.rpg_min_rate_bps) == (40e6, 200e6, 10e6)
+    assert (p.rpg_byte_reset, p.rpg_threshold, p.rpg_gd, p.rpg_min_dec_fac) == (0, 5, 10, 70)
+    assert (p.dce_tcp_g, p.initial_alpha_value) == (1020, 512)
+    assert (p.clamp_tgt_rate, p.clamp_tgt_rate_after_time_inc) == (True, False)
+
+
+def test_partial_firmware_file_takes_the_other_defaults():
+    d = NicSettings.model_validate({"dcqcn": {"rpg_ai_rate": 20}}).dcqcn
+    assert d.to_params(100e9) == FirmwareParams(rpg_ai_rate_bps=20e6)
+
+
 @pytest.mark.parametrize("lab", ["roce-v2-leafspine", "roce-v1-l2"])
 def test_shipped_file_round_trip(lab):
     path = TOPOLOGIES / lab / "nic" / "default.yml"
     settings = nic.load(path)
     assert (settings.roce.dscp, settings.roce.priority, settings.cnp.dscp) == (26, 3, 48)
-    assert (settings.dcqcn.rai_mbps, settings.dcqcn.rhai_mbps) == (100, 500)  # 100G steps
+    assert settings.dcqcn.mode == "firmware"  # every mlxconfig parameter, at its default
+    assert settings.dcqcn.model_fields_set >= set(nic.FIRMWARE_DEFAULTS)
     again = NicSettings.model_validate(yaml.safe_load(yaml.safe_dump(settings.model_dump())))
     assert again == settings
-    assert settings.dcqcn.to_params(100e9) == DcqcnParams(line_rate_bps=100e9, rai_bps=100e6,
-                                                          rhai_bps=500e6)
+    assert settings.dcqcn.to_params(100e9) == FirmwareParams(line_rate_bps=100e9)
 
 
 @pytest.mark.parametrize("text, where, problem", [
@@ -62,9 +88,16 @@ def test_shipped_file_round_trip(lab):
     ("roce: {dscp: '26'}", "roce.dscp", "must be an integer (got '26')"),
     ("roce: {dscpp: 26}", "roce.dscpp", "unknown field"),
     ("pfc: {}", "pfc", "unknown field"),
-    ("dcqcn: {g: 0}", "dcqcn.g", "must be greater than 0"),
-    ("dcqcn: {f: 0}", "dcqcn.f", "must be at least 1 (got 0)"),
-    ("dcqcn: {t_us: -5}", "dcqcn.t_us", "must be positive (got -5.0)"),
+    ("dcqcn: {mode: paper, g: 0}", "dcqcn.g", "must be greater than 0"),
+    ("dcqcn: {mode: paper, f: 0}", "dcqcn.f", "must be at least 1 (got 0)"),
+    ("dcqcn: {mode: paper, t_us: -5}", "dcqcn.t_us", "must be positive (got -5.0)"),
+    ("dcqcn: {mode: fw}", "dcqcn.mode", "must be 'firmware' or 'paper' (got 'fw')"),
+    ("dcqcn: {rpg_gd: 16}", "dcqcn.rpg_gd", "must be between 1 and 15 (got 16)"),
+    ("dcqcn: {clamp_tgt_rate: 2}", "dcqcn.clamp_tgt_rate", "must be 0 or 1 (got 2)"),
+    ("dcqcn: {rpg_time_reset: 0}", "dcqcn.rpg_time_reset", "must be at least 1 (got 0)"),
+    ("dcqcn: {k_us: 55}", "dcqcn", "k_us is a paper-mode parameter, but mode is firmware"),
+    ("dcqcn: {mode: paper, rpg_ai_rate: 5}", "dcqcn",
+     "rpg_ai_rate is a firmware-mode parameter, but mode is paper"),
     ("roce: 3", "roce", "must be a mapping (got 3)"),
     ("[1]", "(top level)", "must be a mapping"),
 ])

@@ -140,10 +140,10 @@ def test_summary_from_recorded_databases():
     assert s.config_pfc == {p: frozenset({3}) for p in ports}
     assert s.asic_pfc == {p: frozenset({3}) for p in ports}  # mask 8, matched on lanes
     assert sonic.AsicBufferProfile(
-        size=66560, threshold_mode="SAI_BUFFER_PROFILE_THRESHOLD_MODE_DYNAMIC", dynamic_th=0,
+        size=18432, threshold_mode="SAI_BUFFER_PROFILE_THRESHOLD_MODE_DYNAMIC", dynamic_th=0,
         xon=18432, xoff=48128) in s.buffer_profiles
     assert len(s.buffer_profiles) == 4
-    assert s.wred_profiles == (sonic.AsicWred(True, 150000, 1500000, 5,
+    assert s.wred_profiles == (sonic.AsicWred(True, 150000, 1500000, 100,
                                               "SAI_ECN_MARK_MODE_ALL"),)
     assert s.config_db["FEATURE"]["swss"]["state"] == "enabled"
 
@@ -166,9 +166,9 @@ def test_mismatches_name_the_port_and_the_database():
     assert sonic.mismatches(intended, summary(json.dumps(dump))) == [
         "leaf1: Ethernet8: pfc_enable [3] but ASIC_DB has [3, 4]",
         "leaf1: BUFFER_PROFILE|pg_lossless_100000_40m_profile: no ASIC buffer profile with "
-        "size 66560, xon 18432, xoff 48128",
+        "size 18432, xon 18432, xoff 48128",
         "leaf1: WRED_PROFILE|AZURE_LOSSLESS: no ASIC WRED profile with green 150000..1500000 "
-        "bytes, 5 %, SAI_ECN_MARK_MODE_ALL"]
+        "bytes, 100 %, SAI_ECN_MARK_MODE_ALL"]
 
 
 def test_asic_dump_must_be_an_object_of_hashes():

@@ -174,3 +174,38 @@ def test_bad_time_scale_names_the_label(value, lab_copy):
 
     with pytest.raises(TopologyError, match=r"nodes\.leaf1\.labels\.rocelab\.time-scale"):
         topology.load(lab_copy(edit=edit))
+
+
+def test_an_s_whose_pause_the_agent_cannot_refresh_is_refused(lab_copy):
+    """0xFFFF quanta at 100G last 335.5 us x S: under 2 ms of wall time (S < ~6) the agent
+    could not refresh them in time, so the lab does not come up."""
+    def scale(value):
+        def edit(doc):
+            doc["topology"]["defaults"] = {"labels": {"rocelab.time-scale": value}}
+        return edit
+
+    assert topology.load(lab_copy(edit=scale("6"))).nodes["leaf1"].time_scale == 6.0
+    with pytest.raises(TopologyError) as e:
+        topology.load(lab_copy(edit=scale("5")))
+    message = str(e.value)
+    assert "labels.rocelab.time-scale: S = 5 makes a PFC pause on Ethernet" in message
+    assert "(100000 Mb/s) shorter than 2 ms of wall time" in message
+    assert message.endswith("use S >= 5.96")
+
+
+def test_ecn_marking_label_defaults_to_dequeue(lab_copy):
+    assert {n.ecn_marking for n in topology.load("roce-v2-leafspine").switches} == {"dequeue"}
+
+    def edit(doc):
+        doc["topology"]["defaults"] = {"labels": {"rocelab.ecn-marking": "enqueue"}}
+
+    assert {n.ecn_marking for n in topology.load(lab_copy(edit=edit)).switches} == {"enqueue"}
+
+
+def test_bad_ecn_marking_names_the_label(lab_copy):
+    def edit(doc):
+        doc["topology"]["nodes"]["leaf1"]["labels"] = {"rocelab.ecn-marking": "ingress"}
+
+    with pytest.raises(TopologyError, match=r"nodes\.leaf1\.labels\.rocelab\.ecn-marking: "
+                                            r"'ingress' is not one of dequeue, enqueue"):
+        topology.load(lab_copy(edit=edit))
