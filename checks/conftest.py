@@ -140,6 +140,7 @@ def lab(request) -> Iterator[labs.Lab]:
                     pytrace=False)
     request.config.stash[LAB_INFO] = {
         "lab": lab.name, "runtime": lab.runtime_name, "topology": lab.topology_path,
+        "tables": labs.table_notes(lab.topology),
         "time_scale": max((lab.node_time_scale(n.name) for n in lab.topology.switches),
                           default=None),
         **({"seed": options.seed,  # what ran: the files as they are now, hashed

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from fabric import tables
 from fabric.config import BufferProfile, ConfigError, SwitchConfig, port_name
 from fabric.config import load as load_config
 from fabric.qos import (HeadroomParams, bound, pg_of_tc, port_setting, qos_ports,
@@ -507,6 +508,21 @@ def _host_on_port(host: Node, iface: str, nic: NicSettings, switch: str,
                   "set cnp.dscp to the DSCP the switches map to the CNP TC (SONiC: 48)")
 
 
+def not_emulated(lab: Lab) -> Iterator[Finding]:
+    """Tables a real dump carries that are not in force here: say so, so nobody believes
+    they are (skipped ones, whose data-plane meaning is lost, as warnings)."""
+    for name, config in lab.switches():
+        for table in config.skipped:
+            yield Finding("warning", "not-emulated", config.path, table,
+                          f"skipped: {tables.refused_reason(table)} (label "
+                          f"{tables.UNEMULATED_LABEL}: skip)",
+                          "expect the fabric to forward as if this table were absent")
+        for table in config.not_emulated:
+            yield Finding("info", "not-emulated", config.path, table,
+                          f"accepted, not emulated: {tables.not_emulated_reason(table)}",
+                          "nothing to do: it has no data-plane meaning here")
+
+
 RULES: dict[str, Rule] = {
     "references": references,
     "lossless-chain": lossless_chain,
@@ -517,6 +533,7 @@ RULES: dict[str, Rule] = {
     "pfcwd-coverage": pfcwd_coverage,
     "consistency": consistency,
     "host-dscp": host_dscp,
+    "not-emulated": not_emulated,
 }
 
 
@@ -533,7 +550,7 @@ def load_lab(spec: str | Path, priority: int | None = None, dscp: int | None = N
     errors: dict[str, ConfigError] = {}
     for node in topology.switches:
         try:
-            configs[node.name] = load_config(node.config_path)
+            configs[node.name] = load_config(node.config_path, _unemulated(topology, node))
         except ConfigError as e:
             configs[node.name] = None
             errors[node.name] = e
@@ -547,6 +564,15 @@ def settings_of(topology: Topology, configs, priority: int | None = None,
     e = expectations(topology, configs, dscp, priority, cnp_dscp)
     return Settings(e.roce.priority, e.roce.dscp, e.cnp_dscp, more=e.classes[1:],
                     source=e.source)
+
+
+def _unemulated(topology: Topology, node: Node) -> tables.UnemulatedPolicy:
+    """The node's rocelab.unemulated-tables label; a bad value is a finding like a bad config."""
+    try:
+        return tables.policy(node.labels.get(tables.UNEMULATED_LABEL))
+    except ValueError as e:
+        raise ConfigError(f"{topology.path}: topology.nodes.{node.name}.labels."
+                          f"{tables.UNEMULATED_LABEL}: {e}") from None
 
 
 def lint(lab: Lab) -> list[Finding]:

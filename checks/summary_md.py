@@ -121,6 +121,19 @@ def deployed(summary: dict) -> list[str]:
     return out
 
 
+def tables(summary: dict) -> list[str]:
+    """Config tables not in force: skipped ones warned, not-emulated ones listed."""
+    out = []
+    for node, notes in (summary.get("tables") or {}).items():
+        if notes.get("skipped"):
+            out.append(f"- ⚠️ **{cell(node)}** runs without {', '.join(notes['skipped'])} "
+                       "(data-plane meaning not emulated; label rocelab.unemulated-tables)")
+        if notes.get("not_emulated"):
+            out.append(f"- {cell(node)}: not emulated (no data-plane meaning): "
+                       + ", ".join(notes["not_emulated"]))
+    return out
+
+
 def evidence(checks: list[dict]) -> list[str]:
     out = []
     for c in checks:
@@ -141,6 +154,9 @@ def write_markdown(results_dir: str | Path) -> Path:
     if warnings:
         lines += ["## Fidelity", "", *warnings, ""]
     lines += ["## Checks", "", *table(checks), ""]
+    notes = tables(summary)
+    if notes:
+        lines += ["## Config tables not in force", "", *notes, ""]
     figures = plots(checks)
     if figures:
         lines += ["## Plots", "", *figures]

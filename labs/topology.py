@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fabric import tables
 from fabric.config import (
     DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig, port_name,
 )
@@ -466,7 +467,12 @@ class _Loader:
         if node.config_path is None:
             return node
         try:
-            config = load_switch_config(node.config_path)
+            unemulated = tables.policy(node.labels.get(tables.UNEMULATED_LABEL))
+        except ValueError as e:
+            raise self.error(f"topology.nodes.{node.name}.labels.{tables.UNEMULATED_LABEL}",
+                             str(e)) from None
+        try:
+            config = load_switch_config(node.config_path, unemulated)
         except ConfigError as e:
             raise TopologyError(str(e)) from None
         wired = []

@@ -30,6 +30,11 @@ def up(c, name, runtime="netns"):
         raise interrupted(e, f"lab {name} rolled back") from None
     console.print(f"[green]lab {lab.name} is up[/]: {len(lab.topology.nodes)} nodes, "
                   f"{len(lab.topology.links)} links (state in {lab.state.dir})")
+    if lab.state.convergence:
+        c = lab.state.convergence
+        console.print(f"BGP: every session Established in {c['sessions']:g} s, every host "
+                      f"pair reachable in {c.get('reachable', 0):g} s")
+    _print_table_notes(lab)
 
 
 @task(help={"name": "lab name or topology path"})
@@ -77,11 +82,45 @@ def status(c, name="", reuse=False):
     for link in links:
         wires.add_row(link.a, link.b, str(link.mtu), "[green]up[/]" if link.up else "[red]down[/]")
     console.print(wires)
+    _print_bgp(lab)
+    _print_table_notes(lab)
     drops = show.drop_totals(n.counters for n in nodes)
     if drops:
         console.print("drops by reason: " + ", ".join(f"{r} {v}" for r, v in sorted(drops.items())))
     if any(n.agent_alive is False or not n.namespace_present for n in nodes):
         raise Exit("rocelab: lab is degraded (see the table)", code=1)
+
+
+def _print_bgp(lab: labs.Lab) -> None:
+    """Per BGP switch: its sessions as bgpd sees them and its routes by source."""
+    bgp = lab.bgp_status()
+    if not bgp:
+        return
+    sessions = Table(title="BGP sessions (bgpd) and routes (agent forwarding table)")
+    for col in ("switch", "neighbour", "AS", "state", "prefixes", "routes"):
+        sessions.add_column(col)
+    for switch, entry in bgp.items():
+        routes = ", ".join(f"{src} {n}" for src, n in sorted(entry["routes"].items()))
+        if entry["error"]:
+            sessions.add_row(switch, "", "", f"[red]{entry['error']}[/]", "", routes)
+        for peer, s in entry["sessions"].items():
+            state = s["state"] if s["state"] == "Established" else f"[red]{s['state']}[/]"
+            sessions.add_row(switch, f"{peer} {s['description']}".strip(),
+                             str(s["remote_as"]), state, str(s["prefixes_received"]), routes)
+            switch = routes = ""
+    console.print(sessions)
+
+
+def _print_table_notes(lab: labs.Lab) -> None:
+    """Config tables not in force: skipped ones (data-plane meaning lost) warned in yellow,
+    tables without data-plane meaning listed (fabric/tables.py)."""
+    for node, notes in labs.table_notes(lab.topology).items():
+        if notes["skipped"]:
+            console.print(f"[yellow]warning: {node} runs without {', '.join(notes['skipped'])}"
+                          " (data-plane meaning not emulated; label rocelab.unemulated-tables)[/]")
+        if notes["not_emulated"]:
+            console.print(f"{node}: not emulated (no data-plane meaning): "
+                          + ", ".join(notes["not_emulated"]))
 
 
 def _fidelity_cell(verdict: dict | None) -> str:
