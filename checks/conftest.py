@@ -8,6 +8,10 @@
 Checks that send traffic "from each L2 domain" are parametrized here from the lab's own
 topology and configs (``labs.domains``): mark a check ``@pytest.mark.per_domain("peers")``
 and it gets one ``sender`` per domain. Nothing about a lab's hosts is written in a check.
+
+Classification checks are parametrized from the lab's classes (``checks.classes``): a check
+taking ``dscp_case`` runs once per lossless class's DSCP and once for a lossy control DSCP;
+one taking ``pcp_case`` once per lossless priority.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from checks import classes
 from checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
 from labs import domains as l2
 from labs import fingerprint
@@ -26,9 +31,6 @@ from labs import lab as labs
 from labs import state as states
 from labs import topology
 from labs.topology import Topology
-
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rocelab checks")
@@ -82,7 +84,26 @@ def senders(topo: Topology, need: str) -> list[tuple[str, l2.Domain]]:
     return out
 
 
+def _class_cases(metafunc: pytest.Metafunc) -> None:
+    for name in ("dscp_case", "pcp_case"):
+        if name not in metafunc.fixturenames:
+            continue
+        topo = _lab_topology(metafunc.config)
+        if topo is None:
+            metafunc.parametrize(name, [None], ids=["no-lab"])
+            continue
+        e = classes.of_topology(topo)
+        cases = classes.dscp_cases(e, [n.config for n in topo.switches]) \
+            if name == "dscp_case" else classes.pcp_cases(e)
+        metafunc.parametrize(name, cases, ids=[c.id for c in cases])
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    _senders(metafunc)
+    _class_cases(metafunc)  # after: ids read sender first, h1@Vlan100-dscp26-lossless
+
+
+def _senders(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("per_domain")
     if marker is None or "sender" not in metafunc.fixturenames:
         return
@@ -119,6 +140,7 @@ def lab(request) -> Iterator[labs.Lab]:
                     pytrace=False)
     request.config.stash[LAB_INFO] = {
         "lab": lab.name, "runtime": lab.runtime_name, "topology": lab.topology_path,
+        "tables": labs.table_notes(lab.topology),
         "time_scale": max((lab.node_time_scale(n.name) for n in lab.topology.switches),
                           default=None),
         **({"seed": options.seed,  # what ran: the files as they are now, hashed
@@ -135,7 +157,7 @@ def results(request) -> Path:
     folder = results_dir(request.config)
     if folder is None:
         name = labs.lab_name(request.config.getoption("lab") or "lab")
-        folder = ROOT / "results" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        folder = Path.cwd() / "results" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -4,7 +4,10 @@ No root and no running lab: it reads the topology and every switch's config_db.j
 reports findings (severity, file, ``TABLE|key|field``, why it matters, the fix). Each rule is
 a small function with a stable id taking a ``Lab`` and yielding ``Finding``s. The host rule
 reads each host's NIC settings file (labs.nic) against the switch port it is wired to, and
-its findings name the NIC file and field (``roce.dscp``). See docs/lint.md.
+its findings name the NIC file and field (``roce.dscp``). What the lab means to carry (RoCE
+DSCP and priority, CNP DSCP, lossless priorities) comes from its own files
+(``checks.classes``); a lab with two lossless priorities has its chain checked on both.
+See docs/lint.md.
 """
 from __future__ import annotations
 
@@ -14,17 +17,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from fabric import tables
 from fabric.config import BufferProfile, ConfigError, SwitchConfig, port_name
 from fabric.config import load as load_config
 from fabric.qos import (HeadroomParams, bound, pg_of_tc, port_setting, qos_ports,
                         queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
+from checks.classes import RoceClass, expectations
 from labs.nic import NicSettings
 from labs.topology import Node, Topology
 from labs.topology import load as load_topology
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
-PRIORITY_LABEL = "rocelab.roce-priority"
 ECN_ON_GREEN = {"ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all"}
 MIN_MARKING_PERCENT = 50  # ecn-probability: below this, marking is too weak for DCQCN
 
@@ -41,12 +45,27 @@ class Finding:
 
 @dataclass(frozen=True)
 class Settings:
-    """What the lab means to carry: RoCE on ``priority`` marked ``dscp``, CNPs ``cnp_dscp``."""
+    """What the lab means to carry: RoCE on ``priority`` marked ``dscp``, CNPs ``cnp_dscp``,
+    and ``more`` lossless classes (another lossless priority, and the DSCP mapped to it)."""
 
-    priority: int = 3
-    dscp: int = 26
-    cnp_dscp: int = 48
+    priority: int
+    dscp: int | None
+    cnp_dscp: int
     headroom: HeadroomParams = HeadroomParams()
+    more: tuple[RoceClass, ...] = ()
+    source: str = "given"
+
+    @property
+    def classes(self) -> tuple[RoceClass, ...]:
+        return (RoceClass(self.dscp, self.priority), *self.more)
+
+    @property
+    def lossless(self) -> frozenset[int]:
+        return frozenset(c.priority for c in self.classes)
+
+    def one(self, c: RoceClass) -> "Settings":
+        """These settings for class ``c`` alone: what the per-class rules look at."""
+        return Settings(c.priority, c.dscp, self.cnp_dscp, self.headroom, (), self.source)
 
 
 @dataclass
@@ -83,16 +102,20 @@ def references(lab: Lab) -> Iterator[Finding]:
 def lossless_chain(lab: Lab) -> Iterator[Finding]:
     """DSCP -> TC -> PG (PFC on, lossless buffer) and TC -> queue (ECN on), and the same PCP
     to the same TC for RoCEv1: the first broken hop puts RoCE in a lossy place."""
-    s = lab.settings
-    for _, config in lab.switches():
-        for port in qos_ports(config):
-            yield from _chain_on_port(config, port, s)
+    for c in lab.settings.classes:
+        s = lab.settings.one(c)
+        for _, config in lab.switches():
+            for port in qos_ports(config):
+                yield from _chain_on_port(config, port, s)
 
 
 def _chain_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Finding]:
     def bad(where: str, why: str, fix: str, severity: Severity = "error") -> Finding:
         return Finding(severity, "lossless-chain", config.path, where, why, fix)
 
+    if s.dscp is None:  # a lossless priority no DSCP maps to: RoCEv1 (PCP) only
+        yield from _pcp_only(config, port, s, bad)
+        return
     tc, dscp_map = tc_of_dscp(config, port, s.dscp)
     if dscp_map is None:
         yield bad(f"PORT_QOS_MAP|{port}|dscp_to_tc_map",
@@ -118,6 +141,19 @@ def _chain_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Fin
     yield from _pfc_queue(config, port, queue, s, bad)
     yield from _ecn_queue(config, port, tc, queue, bad)
     yield from _dot1p(config, port, s, bad)
+
+
+def _pcp_only(config: SwitchConfig, port: str, s: Settings, bad) -> Iterator[Finding]:
+    """A lossless priority that no DSCP reaches is still a class (RoCEv1, tagged RoCE): its
+    PCP must reach its TC, and its PG and queue must be lossless and ECN-marked."""
+    tc, name = tc_of_pcp(config, port, s.priority)
+    if name is None or tc != s.priority:
+        return  # no dot1p map, or the priority is used for something else: nothing to judge
+    pg, _ = pg_of_tc(config, port, tc)
+    yield from _lossless_pg(config, port, tc, pg, bad)
+    queue, _ = queue_of_tc(config, port, tc)
+    yield from _pfc_queue(config, port, queue, s, bad)
+    yield from _ecn_queue(config, port, tc, queue, bad)
 
 
 def _pfc_pg(config: SwitchConfig, port: str, pg: int, s: Settings, bad) -> Iterator[Finding]:
@@ -240,21 +276,27 @@ def _pg_headroom(config: SwitchConfig, port: str, pg: int, profile: BufferProfil
 
 def ecn_below_xoff(lab: Lab) -> Iterator[Finding]:
     """The DCQCN design rule: ECN must mark before PFC fires, or pauses spread upstream."""
-    s = lab.settings
-    for _, config in lab.switches():
-        for port in qos_ports(config):
-            tc, _ = tc_of_dscp(config, port, s.dscp)
-            pg, _ = pg_of_tc(config, port, tc)
-            queue, _ = queue_of_tc(config, port, tc)
-            profile_name = config.qos.buffer_pg.get((port, pg))
-            entry = config.qos.queues.get((port, queue))
-            if profile_name is None or entry is None or entry.wred_profile is None:
-                continue  # lossless-chain reports the missing hop
-            wred = config.qos.wred_profiles[entry.wred_profile]
-            profile = config.qos.buffer_profiles[profile_name]
-            if wred.green is not None and profile.xoff is not None:
-                yield from _ecn_vs_xoff(config, port, wred.name, wred.green.min_threshold,
-                                        wred.green.max_threshold, profile)
+    for c, config, port in _class_ports(lab):
+        tc = tc_of_dscp(config, port, c.dscp)[0] if c.dscp is not None else c.priority
+        pg, _ = pg_of_tc(config, port, tc)
+        queue, _ = queue_of_tc(config, port, tc)
+        profile_name = config.qos.buffer_pg.get((port, pg))
+        entry = config.qos.queues.get((port, queue))
+        if profile_name is None or entry is None or entry.wred_profile is None:
+            continue  # lossless-chain reports the missing hop
+        wred = config.qos.wred_profiles[entry.wred_profile]
+        profile = config.qos.buffer_profiles[profile_name]
+        if wred.green is not None and profile.xoff is not None:
+            yield from _ecn_vs_xoff(config, port, wred.name, wred.green.min_threshold,
+                                    wred.green.max_threshold, profile)
+
+
+def _class_ports(lab: Lab) -> Iterator[tuple[RoceClass, SwitchConfig, str]]:
+    """(class, switch config, port) for every lossless class on every QoS port."""
+    for c in lab.settings.classes:
+        for _, config in lab.switches():
+            for port in qos_ports(config):
+                yield c, config, port
 
 
 def xoff_trigger(config: SwitchConfig, profile: BufferProfile) -> tuple[float, str]:
@@ -326,7 +368,7 @@ def cnp_queue(lab: Lab) -> Iterator[Finding]:
 def _cnp_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Finding]:
     tc, name = tc_of_dscp(config, port, s.cnp_dscp)
     enabled, _ = port_setting(config.qos, port, "pfc_enable")
-    if tc == s.priority or tc in enabled:
+    if tc in s.lossless or tc in enabled:
         yield Finding("error", "cnp-queue", config.path, f"DSCP_TO_TC_MAP|{name}|{s.cnp_dscp}",
                       f"CNP DSCP {s.cnp_dscp} -> TC {tc}, a lossless TC on {port}: CNPs are "
                       "paused together with the data they should slow down",
@@ -404,9 +446,10 @@ def _class_facts(config: SwitchConfig, s: Settings) -> Iterator[tuple[str, str, 
     ports = qos_ports(config)
     if not ports:
         return
-    tcs = {tc_of_dscp(config, p, s.dscp) for p in ports}
-    for tc, name in sorted(tcs, key=str):
-        yield (f"DSCP {s.dscp} -> TC", str(tc), f"DSCP_TO_TC_MAP|{name}|{s.dscp}")
+    for dscp in dict.fromkeys(c.dscp for c in s.classes if c.dscp is not None):
+        tcs = {tc_of_dscp(config, p, dscp) for p in ports}
+        for tc, name in sorted(tcs, key=str):
+            yield (f"DSCP {dscp} -> TC", str(tc), f"DSCP_TO_TC_MAP|{name}|{dscp}")
     lossless = {_list(port_setting(config.qos, p, "pfc_enable")[0]) for p in ports}
     source = port_setting(config.qos, ports[0], "pfc_enable")[1] or ports[0]
     for value in sorted(lossless):
@@ -465,6 +508,21 @@ def _host_on_port(host: Node, iface: str, nic: NicSettings, switch: str,
                   "set cnp.dscp to the DSCP the switches map to the CNP TC (SONiC: 48)")
 
 
+def not_emulated(lab: Lab) -> Iterator[Finding]:
+    """Tables a real dump carries that are not in force here: say so, so nobody believes
+    they are (skipped ones, whose data-plane meaning is lost, as warnings)."""
+    for name, config in lab.switches():
+        for table in config.skipped:
+            yield Finding("warning", "not-emulated", config.path, table,
+                          f"skipped: {tables.refused_reason(table)} (label "
+                          f"{tables.UNEMULATED_LABEL}: skip)",
+                          "expect the fabric to forward as if this table were absent")
+        for table in config.not_emulated:
+            yield Finding("info", "not-emulated", config.path, table,
+                          f"accepted, not emulated: {tables.not_emulated_reason(table)}",
+                          "nothing to do: it has no data-plane meaning here")
+
+
 RULES: dict[str, Rule] = {
     "references": references,
     "lossless-chain": lossless_chain,
@@ -475,30 +533,46 @@ RULES: dict[str, Rule] = {
     "pfcwd-coverage": pfcwd_coverage,
     "consistency": consistency,
     "host-dscp": host_dscp,
+    "not-emulated": not_emulated,
 }
 
 
 # --------------------------------------------------------------------------- running
 
 
-def load_lab(spec: str | Path, priority: int | None = None, dscp: int = 26,
-             cnp_dscp: int = 48) -> Lab:
+def load_lab(spec: str | Path, priority: int | None = None, dscp: int | None = None,
+             cnp_dscp: int | None = None) -> Lab:
     """The topology and every switch config; a config that fails to load is kept as its
-    error. The priority comes from ``priority``, else the ``rocelab.roce-priority`` label
-    (on any node, or in topology defaults), else 3."""
+    error. What the lab carries comes from its own files (``checks.classes``); ``priority``,
+    ``dscp`` and ``cnp_dscp`` override it."""
     topology = load_topology(spec, configs=False)
-    if priority is None:
-        labelled = [n.labels[PRIORITY_LABEL] for n in topology.nodes.values()
-                    if PRIORITY_LABEL in n.labels]
-        priority = int(labelled[0]) if labelled else 3
-    lab = Lab(topology, Settings(priority, dscp, cnp_dscp))
+    configs: dict[str, SwitchConfig | None] = {}
+    errors: dict[str, ConfigError] = {}
     for node in topology.switches:
         try:
-            lab.configs[node.name] = load_config(node.config_path)
+            configs[node.name] = load_config(node.config_path, _unemulated(topology, node))
         except ConfigError as e:
-            lab.configs[node.name] = None
-            lab.load_errors[node.name] = e
-    return lab
+            configs[node.name] = None
+            errors[node.name] = e
+    return Lab(topology, settings_of(topology, configs.values(), priority, dscp, cnp_dscp),
+               configs, errors)
+
+
+def settings_of(topology: Topology, configs, priority: int | None = None,
+                dscp: int | None = None, cnp_dscp: int | None = None) -> Settings:
+    """Lint settings from the lab's expectations (``checks.classes.expectations``)."""
+    e = expectations(topology, configs, dscp, priority, cnp_dscp)
+    return Settings(e.roce.priority, e.roce.dscp, e.cnp_dscp, more=e.classes[1:],
+                    source=e.source)
+
+
+def _unemulated(topology: Topology, node: Node) -> tables.UnemulatedPolicy:
+    """The node's rocelab.unemulated-tables label; a bad value is a finding like a bad config."""
+    try:
+        return tables.policy(node.labels.get(tables.UNEMULATED_LABEL))
+    except ValueError as e:
+        raise ConfigError(f"{topology.path}: topology.nodes.{node.name}.labels."
+                          f"{tables.UNEMULATED_LABEL}: {e}") from None
 
 
 def lint(lab: Lab) -> list[Finding]:
@@ -519,6 +593,9 @@ def as_json(lab: Lab, findings: list[Finding]) -> str:
     return json.dumps({"lab": lab.topology.name, "topology": str(lab.topology.path),
                        "settings": {"priority": lab.settings.priority,
                                     "dscp": lab.settings.dscp,
-                                    "cnp_dscp": lab.settings.cnp_dscp},
+                                    "cnp_dscp": lab.settings.cnp_dscp,
+                                    "lossless_priorities": sorted(lab.settings.lossless),
+                                    "classes": [asdict(c) for c in lab.settings.classes],
+                                    "source": lab.settings.source},
                        "counts": counts(findings),
                        "findings": [asdict(f) for f in findings]}, indent=2)

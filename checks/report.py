@@ -290,6 +290,7 @@ class Report:
             "time_scale": info.get("time_scale"),
             **(info.get("deployed") or deployed(lab)),
             **({"seed": info["seed"]} if "seed" in info else {}),
+            "tables": info.get("tables", {}),
             "started": datetime.fromtimestamp(self.started, timezone.utc).isoformat(
                 timespec="seconds"),
             "duration": round(time.time() - self.started, 3),

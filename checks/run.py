@@ -11,7 +11,6 @@ before taking its own lab down; variant labs a killed pytest left are removed he
 from __future__ import annotations
 
 import itertools
-import json
 import shutil
 import signal
 import subprocess
@@ -21,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from checks import report
+from checks import outcome, report
 from labs import lab as labs
 from labs import lock
 from labs import state as states
@@ -30,15 +29,15 @@ from labs.interrupt import ALL, Interrupted, deferred, here_only, interruptible
 from labs.runtimes.netns import LabError, traces_allowed_in
 
 ROOT = Path(__file__).resolve().parent.parent
-INCONCLUSIVE_EXIT = 3
 TEARDOWN_TIMEOUT_S = 120.0  # after an interrupt, pytest's teardown gets this long
 AGENT_LOGS = "agent-logs"  # in the results folder
 
 
 def fresh_results(lab_name: str, base: Path | None = None) -> Path:
-    """A new folder ``results/<lab>-<YYYYmmdd-HHMMSS>[-N]``, created here: two runs in the
-    same second (even in two processes: mkdir is atomic) get two folders."""
-    base = base or ROOT / "results"
+    """A new folder ``results/<lab>-<YYYYmmdd-HHMMSS>[-N]`` under the current directory
+    (where the user runs the command, not where the package is installed), created here: two
+    runs in the same second (even in two processes: mkdir is atomic) get two folders."""
+    base = (base or Path.cwd() / "results").resolve()
     base.mkdir(parents=True, exist_ok=True)
     stem = f"{lab_name}-{time.strftime('%Y%m%d-%H%M%S')}"
     for n in itertools.count(1):
@@ -68,8 +67,9 @@ def given_results(results: str | Path, overwrite: bool) -> Path:
 
 def pytest_argv(lab: str, results: Path, k: str | None = None,
                 extra: list[str] | None = None) -> list[str]:
-    """``extra``: more pytest options, e.g. ``--runtime sim --seed 3``."""
-    """The pytest command line: the checks, the report plugin, JUnit XML in ``results``."""
+    """The pytest command line: the checks, the report plugin, JUnit XML in ``results``;
+    ``extra``: more pytest options, e.g. ``--runtime sim --seed 3``. It runs in the
+    package's folder (``ROOT``), so every path in it is absolute."""
     argv = [sys.executable, "-m", "pytest", str(ROOT / "checks"),
             "-p", "checks.report", "-p", "no:cacheprovider",
             "--lab", lab, "--results", str(results),
@@ -80,24 +80,12 @@ def pytest_argv(lab: str, results: Path, k: str | None = None,
     return argv + list(extra or [])
 
 
-def verdict_code(pytest_code: int, folder: Path) -> int:
-    """The run's exit code: pytest's, except that a run whose only non-passes are
-    INCONCLUSIVE checks (they lost fidelity: pytest counts them skipped) gives
-    INCONCLUSIVE_EXIT, so a CI job can tell "no verdict" from both pass and fail."""
-    if pytest_code != 0:
-        return pytest_code
-    try:
-        counts = json.loads((folder / "summary.json").read_text())["counts"]
-    except (OSError, ValueError, KeyError):
-        return pytest_code
-    return INCONCLUSIVE_EXIT if counts.get("inconclusive") else pytest_code
-
-
 def run(spec: str, k: str | None = None, results: str | Path | None = None,
         runtime: str = "netns", say: Callable[[str], None] = print,
         extra: list[str] | None = None, reuse: bool = False,
         overwrite: bool = False) -> tuple[int, Path]:
-    """Run the checks on lab ``spec`` (name or topology path); (pytest's exit code, results
+    """Run the checks on lab ``spec`` (name or topology path); (the run's exit code, as
+    checks.outcome's contract says: 0 passed, 1 failed, 2 usage, 3 inconclusive; results
     folder). A lab that is not running is brought up first and always taken down after.
     The agents this run starts (the lab's, the checks' variant labs') may trace into
     ``results``. ``runtime`` sim runs the lab's files in virtual time inside pytest: there
@@ -109,8 +97,9 @@ def run(spec: str, k: str | None = None, results: str | Path | None = None,
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
         report.provisional(folder, topo.name, "sim", None)
-        argv = pytest_argv(str(topo.path), folder, k, ["--runtime", "sim", *(extra or [])])
-        return verdict_code(_pytest(argv, say), folder), folder
+        argv = pytest_argv(str(topo.path.resolve()), folder, k,
+                           ["--runtime", "sim", *(extra or [])])
+        return outcome.verdict_code(_pytest(argv, say), folder), folder
     with traces_allowed_in(Path(results) if results else None):
         return _run(spec, k, results, runtime, say, extra, reuse, overwrite)
 
@@ -137,7 +126,7 @@ def _run(spec: str, k: str | None, results: str | Path | None, runtime: str,
             report.provisional(folder, lab.name, lab.state.runtime,
                                max((n.time_scale for n in lab.topology.switches), default=None))
             code = _pytest(pytest_argv(lab.name, folder, k, extra), say)
-            return verdict_code(code, folder), folder
+            return outcome.verdict_code(code, folder), folder
         finally:
             with deferred():
                 logs = folder / AGENT_LOGS if folder is not None else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from checks import outcome
 from labs.state import write_atomic
 
 ICONS = {"passed": "✅ PASS", "failed": "❌ FAIL", "error": "⚠️ ERROR",
@@ -25,15 +26,18 @@ def cell(text: object) -> str:
 
 
 def verdict(checks: list[dict]) -> str:
-    """One line: all passed, or how many failed and could not run."""
+    """One line: all passed, inconclusive (by the exit code's rule, checks.outcome), or how
+    many failed and could not run."""
     count = {k: sum(c.get("outcome") == k for c in checks) for k in ICONS}
     if not checks:
         return "**No checks ran.**"
-    if not count["failed"] and not count["error"] and count["inconclusive"]:
-        return (f"**{count['inconclusive']} of {len(checks)} checks inconclusive**: the "
-                f"emulation lost fidelity, so they have no verdict ({count['passed']} passed, "
-                f"{count['skipped']} skipped). Rerun them with `--runtime sim` (virtual time) "
-                "or a larger time scale S.")
+    undecided = [c for c in checks if outcome.undecided(c)]
+    if not count["failed"] and not count["error"] and undecided:
+        return (f"**Inconclusive (exit 3): {len(undecided)} of {len(checks)} checks could not "
+                f"decide** ({count['passed']} passed, {count['inconclusive']} inconclusive, "
+                f"{count['skipped']} skipped); nothing failed. Rerun a check that lost fidelity "
+                "with `--runtime sim` (virtual time) or a larger time scale S; one skipped for "
+                "a MISSING CAPABILITY needs a runtime that has it.")
     if not count["failed"] and not count["error"]:
         skipped = f" ({count['skipped']} skipped)" if count["skipped"] else ""
         return f"**All {count['passed']} checks passed.**{skipped}"
@@ -117,6 +121,19 @@ def deployed(summary: dict) -> list[str]:
     return out
 
 
+def tables(summary: dict) -> list[str]:
+    """Config tables not in force: skipped ones warned, not-emulated ones listed."""
+    out = []
+    for node, notes in (summary.get("tables") or {}).items():
+        if notes.get("skipped"):
+            out.append(f"- ⚠️ **{cell(node)}** runs without {', '.join(notes['skipped'])} "
+                       "(data-plane meaning not emulated; label rocelab.unemulated-tables)")
+        if notes.get("not_emulated"):
+            out.append(f"- {cell(node)}: not emulated (no data-plane meaning): "
+                       + ", ".join(notes["not_emulated"]))
+    return out
+
+
 def evidence(checks: list[dict]) -> list[str]:
     out = []
     for c in checks:
@@ -137,6 +154,9 @@ def write_markdown(results_dir: str | Path) -> Path:
     if warnings:
         lines += ["## Fidelity", "", *warnings, ""]
     lines += ["## Checks", "", *table(checks), ""]
+    notes = tables(summary)
+    if notes:
+        lines += ["## Config tables not in force", "", *notes, ""]
     figures = plots(checks)
     if figures:
         lines += ["## Plots", "", *figures]

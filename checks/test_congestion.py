@@ -17,19 +17,19 @@ import json
 
 import pytest
 
+from checks import classes
 from checks import congestion as cg
 from labs import actions
 from checks import plots
 from checks.report import record_evidence, record_fidelity, record_plot
 from fabric.config import iface_name, port_name
 from fabric.model.watchdog import FABRIC, STORM_CHECK
-from fabric.qos import bound, pg_of_tc, port_setting, queue_of_tc, tc_of_dscp
+from fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp
 from traffic import patterns
 
 MESSAGES = 2
 QPS = 4
 DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
-LOSSY_DSCP = 0  # the default class: TC 0, a lossy PG in SONiC's usual maps
 STORM_S = 1.5
 START_S = 20.0
 MIN_BOTTLENECK_SHARE = 0.70  # with DCQCN, of the bottleneck's line rate over the run
@@ -43,6 +43,17 @@ def incast(lab):
         return cg.incast_of(lab)
     except ValueError as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def lossy_dscp(lab) -> int:
+    """A DSCP no switch makes lossless (nor the CNPs'), from the lab's maps: the lossy class."""
+    e = classes.of_topology(lab.topology)
+    found = classes.control_dscp([n.config for n in lab.topology.switches], e.lossless,
+                                 avoid=[e.cnp_dscp])
+    if found is None:
+        pytest.skip(f"lab {lab.name}: every DSCP is lossless somewhere, no lossy class")
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -149,16 +160,14 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
         f"the {figures['elapsed_s_without']} s it took with PFC alone: {figures}")
 
 
-def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir):
-    """The same incast in a lossy class: drops, and no PFC for it anywhere."""
+def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir, lossy_dscp):
+    """The same incast in a lossy class (a DSCP the lab's maps keep lossless nowhere): drops,
+    and no PFC for it anywhere."""
     switch = lab.topology.nodes[incast.switch].config
-    tc, _ = tc_of_dscp(switch, incast.port, LOSSY_DSCP)
+    tc, _ = tc_of_dscp(switch, incast.port, lossy_dscp)
     pg, _ = pg_of_tc(switch, incast.port, tc)
-    enabled, _ = port_setting(switch.qos, incast.port, "pfc_enable")
-    if tc in enabled:
-        pytest.skip(f"DSCP {LOSSY_DSCP} maps to TC {tc}, which {incast.switch} makes lossless")
     run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=message(lab, incast),
-                        count=MESSAGES + 1, qps=QPS, dscp=LOSSY_DSCP,
+                        count=MESSAGES + 1, qps=QPS, dscp=lossy_dscp,
                         nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}})
     keep(request, run, incast)
     queue, _ = queue_of_tc(switch, incast.port, tc)
@@ -166,8 +175,8 @@ def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir
     # at ingress (the PG's limit) or at egress (the queue's BUFFER_QUEUE limit), whichever
     # the buffer profiles make the tighter one
     assert run.pg_drops(pg) + run.queue_drops(queue) > 0, (
-        f"DSCP {LOSSY_DSCP} (TC {tc}, PG {pg}, queue {queue}) lost nothing under the incast: "
-        f"{run.drop_reasons()}")
+        f"DSCP {lossy_dscp} (TC {tc}, PG {pg}, queue {queue}) lost nothing under the "
+        f"incast: {run.drop_reasons()}")
 
 
 def test_headroom_too_small_drops(request, lab, incast, congestion_dir, lossless_run):
@@ -309,11 +318,11 @@ def ring(lab) -> list[patterns.FlowSpec]:
 
 
 @pytest.mark.parametrize("mismarked", [False, True], ids=["hosts", "negative-control"])
-def test_dscp_mismatch(request, lab, incast, evidence, mismarked):
+def test_dscp_mismatch(request, lab, incast, evidence, mismarked, lossy_dscp):
     """Every host's RoCE lands in a lossless PG on its switch; and a host re-marked to the
     lossy class (the negative control) is reported by host, DSCP and switch table."""
     culprit = incast.senders[0]
-    overrides = {culprit: {"roce": {"dscp": LOSSY_DSCP}}} if mismarked else {}
+    overrides = {culprit: {"roce": {"dscp": lossy_dscp}}} if mismarked else {}
     flows = ring(lab)
     with cg.observe(lab, evidence.dir, []) as seen:
         result = patterns.run(lab, flows, pattern="dscp", timeout_s=60, nic=overrides)
@@ -323,7 +332,7 @@ def test_dscp_mismatch(request, lab, incast, evidence, mismarked):
                                "flows": [f["name"] for f in result["flows"]]})
     if mismarked:
         assert len(findings) == 1 and findings[0].startswith(
-            f"{culprit} marks RoCE with DSCP {LOSSY_DSCP}"), (
+            f"{culprit} marks RoCE with DSCP {lossy_dscp}"), (
             f"the re-marked {culprit} was not (only) reported: {findings}")
         assert "DSCP_TO_TC_MAP|" in findings[0]
     else:

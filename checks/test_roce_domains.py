@@ -15,13 +15,19 @@ import pytest
 from checks import roce
 from fabric.config import port_name
 from labs import domains as l2
+from fabric.qos import port_setting, queue_of_tc
+from labs.nic import RoceSettings
+from traffic.patterns import nic_settings
 from traffic.probe import ProbeResult, probe
 
 COUNT = 3  # frames per probe: enough to tell "all" from "some", cheap to capture
 ATTEMPTS = 4  # counter checks retry when unrelated traffic (ARP, IPv6 chatter) moved them
-LOSSLESS_DSCP = 26
-CONTROL_DSCP = 0
-LOSSLESS_PCP = 3
+
+
+def roce_of(lab, host: str) -> RoceSettings:
+    """How ``host`` marks RoCE: its NIC settings (the file's, or labs.nic's defaults, which
+    are what its endpoint sends when it has no file)."""
+    return nic_settings(lab.topology.nodes[host], None).roce
 
 
 # --------------------------------------------------------------------------- probing
@@ -113,8 +119,9 @@ def test_v1_stays_in_its_l2_domain(lab, domains, evidence, sender):
     outside the domain."""
     domain = l2.domain_of(lab.topology, sender)
     assert domain in domains
+    pcp = roce_of(lab, sender).priority
     for dst in sorted(domain.untagged_hosts - {sender}):
-        run = send(lab, evidence, sender, dst, "v1", pcp=LOSSLESS_PCP)
+        run = send(lab, evidence, sender, dst, "v1", pcp=pcp)
         outside = sorted(run.result.seen_on() - domain.ports)
         assert not outside, (f"v1 from {sender} appeared on "
                              f"{', '.join(f'{n}:{i}' for n, i in outside)} "
@@ -126,7 +133,7 @@ def test_v1_stays_in_its_l2_domain(lab, domains, evidence, sender):
             if s.direction != "out" or not lab.topology.nodes[s.node].is_switch:
                 continue
             mode = expected_wire_tag(lab, domain, s.node, s.iface)
-            want = {"tagged": (domain.vid, LOSSLESS_PCP), "priority_tagged": (0, LOSSLESS_PCP),
+            want = {"tagged": (domain.vid, pcp), "priority_tagged": (0, pcp),
                     "untagged": (None, None)}[mode]
             assert (s.vid, s.pcp) == want, (
                 f"v1 from {sender} left {s.node}:{s.iface} ({mode} member of {domain.name}) "
@@ -145,7 +152,7 @@ def test_v1_to_another_domain_is_refused_by_the_router(lab, domains, evidence, s
     for dst in outsiders:
         if gateway:  # the bridges on the way learn the gateway's MAC: no flooding
             lab.ping(sender, "gateway", gateway, count=1)
-        run = send(lab, evidence, sender, dst, "v1", pcp=LOSSLESS_PCP)
+        run = send(lab, evidence, sender, dst, "v1", pcp=roce_of(lab, sender).priority)
         result = run.result
         outside = sorted(result.seen_on() - domain.ports)
         assert not outside, (f"v1 from {sender} to {dst} appeared on "
@@ -181,7 +188,7 @@ def test_v2_is_routed_ttl_down_one_per_router(lab, domains, evidence, sender):
     TTL unchanged; DSCP, ECN, ICRC and payload intact everywhere."""
     addrs = lab.host_interfaces()
     for dst in sorted(h.name for h in lab.topology.hosts if h.name != sender):
-        run = send(lab, evidence, sender, dst, "v2", dscp=LOSSLESS_DSCP)
+        run = send(lab, evidence, sender, dst, "v2", dscp=roce_of(lab, sender).dscp)
         arrived = assert_intact(run, "v2", sender, dst)
         sent_ttl = roce.hop_limit(run.result.sent[0])
         local = roce.same_subnet(addrs[sender], addrs[dst])
@@ -280,26 +287,35 @@ def target(lab, sender: str, *, other_subnet: bool) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("dscp", [LOSSLESS_DSCP, CONTROL_DSCP],
-                         ids=["dscp26-lossless", "dscp0-control"])
+def lossless_queues(lab, switch: str, port: str) -> set[int]:
+    """The queues of ``port`` that carry a lossless TC (PFC on it) of ``switch``."""
+    config = lab.topology.nodes[switch].config
+    enabled, _ = port_setting(config.qos, port_name(port), "pfc_enable")
+    return {queue_of_tc(config, port_name(port), tc)[0] for tc in enabled}
+
+
 @pytest.mark.per_domain("any")
-def test_v2_dscp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, dscp):
-    """RoCEv2 with DSCP 26 (and, as a control, DSCP 0) is counted in the PG and queue each
-    switch's DSCP_TO_TC / TC_TO_PRIORITY_GROUP / TC_TO_QUEUE maps give it, on every switch
-    it crosses, routed or bridged."""
+def test_v2_dscp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, dscp_case):
+    """RoCEv2 with each lossless class's DSCP (and, as a control, a DSCP no switch makes
+    lossless) is counted in the PG and queue each switch's DSCP_TO_TC / TC_TO_PRIORITY_GROUP
+    / TC_TO_QUEUE maps give it, on every switch it crosses, routed or bridged; the control
+    stays out of every lossless queue. The DSCPs come from the lab (conftest, dscp_case)."""
     dst = target(lab, sender, other_subnet=True) or target(lab, sender, other_subnet=False)
     if dst is None:
         pytest.skip(f"{sender} has no other host to send to")
+    dscp = dscp_case.value
     expected = classified(lab, evidence, sender, dst, "v2", f"v2 DSCP {dscp}", dscp=dscp)
-    if dscp == CONTROL_DSCP:
-        wrong = [e for e in expected if e.queue != 0]
-        assert not wrong, (f"v2 DSCP 0 maps to queue {wrong[0].queue} on {wrong[0].switch} "
-                           f"({wrong[0].why}); the control expects queue 0")
+    if not dscp_case.lossless:
+        wrong = [e for e in expected if e.queue in lossless_queues(lab, e.switch, e.egress)]
+        assert not wrong, (f"v2 DSCP {dscp} (the lossy control) leaves {wrong[0].switch} "
+                           f"{wrong[0].egress} by queue {wrong[0].queue}, a lossless queue "
+                           f"({wrong[0].why})")
 
 
 @pytest.mark.per_domain("peers")
-def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, sender):
-    """RoCEv1 with PCP 3 is counted in the PG and queue each switch's DOT1P_TO_TC /
+def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, pcp_case):
+    """RoCEv1 with each lossless priority as its PCP (from the lab: conftest, pcp_case) is
+    counted in the PG and queue each switch's DOT1P_TO_TC /
     TC_TO_PRIORITY_GROUP / TC_TO_QUEUE maps give it, on every switch it crosses (trunks
     carry the PCP from switch to switch)."""
     domain = l2.domain_of(lab.topology, sender)
@@ -307,4 +323,5 @@ def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, sender):
     peers = sorted(domain.untagged_hosts - {sender})
     # the farthest peer: one behind another switch if there is one (crosses the trunks)
     dst = next((p for p in peers if domain.attachment(p).switch != here), peers[0])
-    classified(lab, evidence, sender, dst, "v1", f"v1 PCP {LOSSLESS_PCP}", pcp=LOSSLESS_PCP)
+    classified(lab, evidence, sender, dst, "v1", f"v1 PCP {pcp_case.value}",
+               pcp=pcp_case.value)

@@ -39,6 +39,7 @@ from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, 
 from fabric.control import ControlError, ControlServer, TraceLimits
 from fabric.model.scheduler import Lateness
 from fabric.model.switch import Switch
+from fabric.routesync import RouteSync
 from fabric.trace import MIN_MAX_BYTES, Trace, TraceEnd, TracePathError, open_trace_file
 
 IDLE_TICK_S = 1.0  # the longest sleep when the switch has no timer running
@@ -124,6 +125,12 @@ class Agent:
             self.sel.register(port.sock, selectors.EVENT_READ, ("port", port))
         self.control = ControlServer(control_path, self.sel, self.handle, list(ports), limits,
                                      self.log)
+        self.route_sync: RouteSync | None = None
+
+    def sync_routes(self) -> None:
+        """Program the forwarding table from the kernel's routes (FRR's), kept in sync."""
+        self.route_sync = RouteSync(self.switch, self.log)
+        self.sel.register(self.route_sync, selectors.EVENT_READ, ("routes", self.route_sync))
 
     def log(self, message: str) -> None:
         print(f"{self.name}: {message}", flush=True)
@@ -135,6 +142,8 @@ class Agent:
                 what, obj = key.data
                 if what == "port":
                     self.drain(obj)
+                elif what == "routes":
+                    obj.ready()
                 else:
                     self.control.ready(obj, mask)
             now = time.monotonic()
@@ -298,6 +307,7 @@ class Agent:
             trace = {**self.last_trace.as_dict(), "running": False}
         return {"trace": trace, "trace_failures": self.trace_failures,
                 "ports_down": {p.name: p.fault for p in self.ports.values() if p.fault},
+                "route_sync": self.route_sync.stats if self.route_sync else None,
                 "control": dict(self.control.stats)}
 
     def start_trace(self, request: dict) -> dict:
@@ -352,6 +362,8 @@ class Agent:
         if self.trace is not None:
             self.trace.close(time.monotonic())
         self.control.close()
+        if self.route_sync is not None:
+            self.route_sync.close()
         for port in self.ports.values():
             port.close()
 
@@ -372,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="S", help="longest trace, and the default length (wall s)")
     parser.add_argument("--trace-max-bytes", type=int, default=TraceLimits.max_bytes,
                         metavar="N", help="largest trace file, and the default size")
+    parser.add_argument("--unemulated-tables", choices=("refuse", "skip"), default="refuse",
+                        help="skip: run without config tables whose data-plane meaning is "
+                        "not emulated (the topology label rocelab.unemulated-tables)")
     parser.add_argument("--ecn-marking", choices=ECN_MARKING_POINTS, default=DEFAULT_ECN_MARKING,
                         help="where WRED marks CE (default: %(default)s)")
     args = parser.parse_args(argv)
@@ -383,8 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     if not all(root.is_absolute() for root in args.trace_root):
         parser.error("--trace-root must be an absolute path")
     try:
-        switch = Switch(load(args.config), time_scale=args.time_scale,
-                        ecn_marking=args.ecn_marking)
+        config = load(args.config, args.unemulated_tables)
+        switch = Switch(config, time_scale=args.time_scale, ecn_marking=args.ecn_marking)
     except ConfigError as e:
         print(f"{args.name}: {e}", file=sys.stderr)
         return 2
@@ -401,6 +416,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ControlError, OSError) as e:
         print(f"{args.name}: control socket {args.control}: {e}", file=sys.stderr)
         return 2
+
+    if config.bgp is not None:
+        try:
+            agent.sync_routes()
+        except OSError as e:
+            print(f"{args.name}: route sync (netlink): {e}", file=sys.stderr)
+            return 2
 
     def stop(_signum: int, _frame: object) -> None:
         agent.running = False

@@ -22,6 +22,8 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import core_schema
 
+from fabric.tables import (NOT_EMULATED, UNEMULATED_LABEL, UnemulatedPolicy,
+                           not_emulated_reason, refused_reason)
 from fabric.userinput import MAX_INT_DIGITS, MAX_KEY_SHOWN, JsonError, brief, shown_key
 from fabric.userinput import decode_json
 
@@ -74,6 +76,41 @@ class StaticRoute:
     ifnames: tuple[str, ...] = ()  # parallel to nexthops when given
     distance: int = 1
     blackhole: bool = False
+
+
+@dataclass(frozen=True)
+class BgpNeighbor:
+    """BGP_NEIGHBOR: one session, as bgpcfgd renders it into FRR."""
+
+    address: IPAddress  # either family; fabric.frr renders the IPv4 sessions
+    asn: int
+    name: str = ""
+    local_addr: IPAddress | None = None
+    admin_up: bool = True
+    holdtime: int | None = None  # seconds; FRR's default (180) when not given
+    keepalive: int | None = None
+    nhopself: bool = False
+    rrclient: bool = False
+
+
+@dataclass(frozen=True)
+class BgpPeerRange:
+    """BGP_PEER_RANGE: dynamic neighbours accepted from these prefixes."""
+
+    name: str
+    ip_ranges: tuple[IPNetwork, ...]
+    peer_asn: int | None = None  # None: any external AS
+    src_address: IPAddress | None = None
+
+
+@dataclass(frozen=True)
+class Bgp:
+    """The switch's BGP speaker: DEVICE_METADATA bgp_asn (and bgp_router_id) and its peers."""
+
+    asn: int
+    router_id: IPv4Address | None = None  # None: Loopback0's IPv4 address, else FRR's choice
+    neighbors: dict[IPAddress, BgpNeighbor] = field(default_factory=dict)
+    peer_ranges: dict[str, BgpPeerRange] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -189,6 +226,9 @@ class SwitchConfig:
     loopbacks: dict[str, tuple[IPInterface, ...]] = field(default_factory=dict)
     static_routes: tuple[StaticRoute, ...] = ()
     qos: Qos = field(default_factory=Qos)
+    bgp: Bgp | None = None  # None: no BGP_NEIGHBOR or BGP_PEER_RANGE entry
+    not_emulated: tuple[str, ...] = ()  # tables present with no data-plane meaning here
+    skipped: tuple[str, ...] = ()  # refused tables present, run without (UNEMULATED_LABEL)
 
 
 def port_name(iface: str) -> str:
@@ -213,8 +253,8 @@ def iface_name(port: str) -> str:
 # table and key, which keeps every message on one line in one format.
 
 
-def load(path: str | os.PathLike[str]) -> SwitchConfig:
-    """Read and validate a config_db.json file."""
+def load(path: str | os.PathLike[str], unemulated: UnemulatedPolicy = "refuse") -> SwitchConfig:
+    """Read and validate a config_db.json file (``unemulated``: see ``parse``)."""
     name = os.fspath(path)
     try:
         with open(name, encoding="utf-8") as f:
@@ -227,14 +267,17 @@ def load(path: str | os.PathLike[str]) -> SwitchConfig:
         data = decode_json(text, name)
     except JsonError as e:
         raise ConfigError(str(e), e.where) from None
-    return parse(data, name)
+    return parse(data, name, unemulated)
 
 
-def parse(data: dict[str, Any], path: str) -> SwitchConfig:
-    """Validate config_db.json content; *path* only names the source in error messages."""
+def parse(data: dict[str, Any], path: str,
+          unemulated: UnemulatedPolicy = "refuse") -> SwitchConfig:
+    """Validate config_db.json content; *path* only names the source in error messages.
+    ``unemulated``: "skip" runs without tables whose data-plane meaning is not emulated
+    (``fabric.tables.REFUSED``) instead of refusing the file; they are listed in ``skipped``."""
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a JSON object of tables")
-    _reject_unknown_tables(data, path)
+    _reject_unknown_tables(data, path, unemulated)
     draft = _Draft()
     for table, parse_entry in _TABLES.items():
         entries = data.get(table, {})
@@ -249,26 +292,34 @@ def parse(data: dict[str, Any], path: str) -> SwitchConfig:
                 shown = shown_key(key)
                 where = "|".join([table, shown, *([invalid.field] if invalid.field else [])])
                 raise ConfigError(invalid.message(path, f"{table}|{shown}"), where) from None
-    return draft.finish(path)
+    config = draft.finish(path)
+    return replace(config,
+                   not_emulated=tuple(sorted(t for t in data if not_emulated_reason(t))),
+                   skipped=tuple(sorted(t for t in data if t not in _TABLES
+                                        and refused_reason(t))))
 
 
-# Accepted and left alone: the control plane (FRR in real SONiC) and management settings.
-_IGNORED_TABLES = frozenset({
-    "BGP_NEIGHBOR", "BGP_PEER_RANGE", "BGP_GLOBALS", "MGMT_INTERFACE", "MGMT_PORT", "FEATURE",
-    "NTP_SERVER", "SYSLOG_SERVER", "DNS_NAMESERVER", "FLEX_COUNTER_TABLE", "CRM", "VERSIONS",
-    "SNMP", "SNMP_COMMUNITY", "KDUMP", "AUTO_TECHSUPPORT",
-})
 
 
-def _reject_unknown_tables(data: dict[str, Any], path: str) -> None:
-    """A table we would silently skip is config the engineer believes is in force."""
-    known = [*_TABLES, *_IGNORED_TABLES]
+def _reject_unknown_tables(data: dict[str, Any], path: str, unemulated: UnemulatedPolicy) -> None:
+    """A table we would silently skip is config the engineer believes is in force: tables
+    with no data-plane meaning pass (listed as not emulated), tables whose meaning is not
+    emulated are refused unless the lab runs without them, anything else is unknown."""
     for table in data:
-        if table not in known:
-            close = difflib.get_close_matches(table[:MAX_KEY_SHOWN], known, n=1)
-            hint = f"did you mean {close[0]}? " if close else ""
+        if table in _TABLES or not_emulated_reason(table):
+            continue
+        reason = refused_reason(table)
+        if reason and unemulated == "skip":
+            continue
+        if reason:
             raise ConfigError(_one_line(
-                f"{path}: {shown_key(table)}: unknown table ({hint}rocelab reads the tables listed in docs/lab-guide.md)"))
+                f"{path}: {shown_key(table)}: not emulated ({reason}); the topology label "
+                f"{UNEMULATED_LABEL}: skip runs the lab without it"), table)
+        known = [*_TABLES, *NOT_EMULATED]
+        close = difflib.get_close_matches(table[:MAX_KEY_SHOWN], known, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ConfigError(_one_line(
+            f"{path}: {shown_key(table)}: unknown table ({hint}rocelab reads the tables listed in docs/lab-guide.md)"))
 
 
 def _one_line(message: str) -> str:
@@ -390,6 +441,15 @@ def _ip_interface(text: str) -> IPInterface:
             from None
 
 
+def _router_id(text: str) -> IPv4Address:
+    """bgp_router_id: 32 bits written as an IPv4 address, whatever the sessions' family."""
+    try:
+        return IPv4Address(text)
+    except ValueError:
+        raise _Invalid(f"{brief(text)} is not an IPv4 address (a BGP router id is 32 bits, "
+                       "written as one)") from None
+
+
 def _ip_network(text: str) -> IPNetwork:
     """A route prefix; host bits set usually means a typo, so say which network was meant."""
     interface = _ip_interface(text)
@@ -398,9 +458,12 @@ def _ip_network(text: str) -> IPNetwork:
     return interface.network
 
 
+MAX_ASN = 2**32 - 1  # 4-byte AS numbers (RFC 6793)
 _Bytes = Annotated[int, _Between(0)]
 _OptionalBytes = Annotated[int | None, _Between(0)]
 _Flag = Annotated[bool, BeforeValidator(_flag)]
+# BGP_NEIGHBOR's nhopself/rrclient: SONiC writes "0"/"1"
+_Flag01 = Annotated[bool, BeforeValidator(lambda v: _flag({"0": "false", "1": "true"}.get(v, v)))]
 _Priorities = Annotated[frozenset[int], BeforeValidator(_priorities)]
 _Nexthops = Annotated[
     tuple[IPAddress, ...], BeforeValidator(lambda v: [_ip_address(a) for a in _comma_list(v)])
@@ -429,7 +492,38 @@ class _DeviceMetadata(_Entry):
     platform: str = ""
     buffer_model: Literal["traditional", "dynamic"] = "traditional"
     default_pfcwd_status: Literal["enable", "disable"] = "disable"
-    bgp_asn: Annotated[int | None, _Between(1, 2**32 - 1)] = None
+    bgp_asn: Annotated[int | None, _Between(1, MAX_ASN)] = None
+    bgp_router_id: Annotated[IPv4Address | None, BeforeValidator(_router_id)] = None
+    default_bgp_status: Literal["up", "down"] = "up"
+    # in every dump, no effect on the emulated data plane
+    deployment_id: str | None = None
+    docker_routing_config_mode: str | None = None
+    frr_mgmt_framework_config: str | None = None
+    region: str | None = None
+    cloudtype: str | None = None
+    subtype: str | None = None
+    synchronous_mode: str | None = None
+    yang_config_validation: str | None = None
+    timezone: str | None = None
+
+
+class _BgpNeighborFields(_Entry):
+    asn: Annotated[int, _Between(1, MAX_ASN)]
+    name: str = ""
+    local_addr: Annotated[IPAddress | None, BeforeValidator(_ip_address)] = None
+    admin_status: Literal["up", "down"] | None = None  # None: DEVICE_METADATA default_bgp_status
+    holdtime: Annotated[int | None, _Between(0, 65535)] = None
+    keepalive: Annotated[int | None, _Between(0, 65535)] = None
+    nhopself: _Flag01 = False
+    rrclient: _Flag01 = False
+
+
+class _BgpPeerRangeFields(_Entry):
+    ip_range: Annotated[tuple[IPNetwork, ...],
+                        BeforeValidator(lambda v: [_ip_network(p) for p in _comma_list(v)])]
+    name: str = ""
+    peer_asn: Annotated[int | None, _Between(1, MAX_ASN)] = None
+    src_address: Annotated[IPAddress | None, BeforeValidator(_ip_address)] = None
 
 
 class _PortFields(_Entry):
@@ -609,6 +703,8 @@ class _Draft:
     vlans: dict[str, Vlan] = field(default_factory=dict)
     routes: dict[IPNetwork, StaticRoute] = field(default_factory=dict)
     qos: Qos = field(default_factory=Qos)  # its dicts are filled in place
+    neighbors: dict[IPAddress, BgpNeighbor] = field(default_factory=dict)
+    peer_ranges: dict[str, BgpPeerRange] = field(default_factory=dict)
 
     def finish(self, path: str) -> SwitchConfig:
         if self.meta is None:
@@ -620,8 +716,29 @@ class _Draft:
             path=path, hostname=meta.hostname, mac=meta.mac, type=meta.type, hwsku=meta.hwsku,
             buffer_model=meta.buffer_model, ports=self.ports, vlans=self.vlans,
             interfaces=self.interfaces, loopbacks=self.loopbacks,
-            static_routes=tuple(self.routes.values()), qos=self.qos,
+            static_routes=tuple(self.routes.values()), qos=self.qos, bgp=self.bgp(path),
         )
+
+    def bgp(self, path: str) -> Bgp | None:
+        """The BGP speaker, when any session is configured: it needs the switch's AS."""
+        if not self.neighbors and not self.peer_ranges:
+            return None
+        if self.meta.bgp_asn is None:
+            table = "BGP_NEIGHBOR" if self.neighbors else "BGP_PEER_RANGE"
+            raise ConfigError(f"{path}: DEVICE_METADATA|localhost: bgp_asn: required field is "
+                              f"missing ({table} configures BGP sessions, which need this "
+                              "switch's AS number)", "DEVICE_METADATA|localhost|bgp_asn")
+        router_id = self.meta.bgp_router_id
+        if router_id is None:  # Loopback0's IPv4 address, as bgpcfgd takes it
+            router_id = next((a.ip for a in self.loopbacks.get("Loopback0", ())
+                              if a.version == 4), None)
+        return Bgp(self.meta.bgp_asn, router_id, self.neighbors, self.peer_ranges)
+
+    def l3_addresses(self) -> list[tuple[str, IPInterface]]:
+        """(interface, address) of every routed port, SVI and loopback accepted so far."""
+        return [(name, a) for table in (self.interfaces, self.loopbacks)
+                for name, addrs in table.items() for a in addrs] + [
+                (vlan.name, a) for vlan in self.vlans.values() for a in vlan.addresses]
 
     def need_port(self, name: str) -> str:
         if name not in self.ports:
@@ -791,6 +908,44 @@ def _static_route(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
     )
 
 
+def _bgp_neighbor(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    """A session runs over a directly connected subnet: rocelab runs no IGP that could
+    carry it to a loopback, so a neighbour outside every INTERFACE and VLAN_INTERFACE subnet
+    would never come up."""
+    vrf, _, address_text = key.rpartition("|")
+    if vrf not in ("", "default"):
+        raise _Invalid(f"VRF {brief(vrf)} is not supported (only the default VRF)")
+    address = _ip_address(address_text)
+    entry = _validate(_BgpNeighborFields, fields)
+    ours = draft.l3_addresses()
+    if any(a.ip == address for _, a in ours):
+        raise _Invalid(f"{address} is this switch's own address")
+    link = [(name, a) for name, a in ours
+            if address in a.network and a.network.prefixlen < a.max_prefixlen
+            and not name.startswith("Loopback")]
+    if not link:
+        raise _Invalid(f"{address} is in no subnet of INTERFACE or VLAN_INTERFACE: no interface "
+                       "leads to this neighbour (sessions must be directly connected)")
+    if entry.local_addr is not None and entry.local_addr not in {a.ip for _, a in link}:
+        raise _Invalid(f"{entry.local_addr} is not this switch's address on the subnet of "
+                       f"{address} ({', '.join(f'{n} {a}' for n, a in link)})", "local_addr")
+    admin = entry.admin_status or (draft.meta.default_bgp_status if draft.meta else "up")
+    draft.neighbors[address] = BgpNeighbor(
+        address, entry.asn, entry.name, entry.local_addr, admin == "up", entry.holdtime,
+        entry.keepalive, entry.nhopself, entry.rrclient)
+
+
+def _bgp_peer_range(draft: _Draft, key: str, fields: dict[str, Any]) -> None:
+    entry = _validate(_BgpPeerRangeFields, fields)
+    if not entry.ip_range:
+        raise _Invalid("needs at least one prefix", "ip_range")
+    if entry.src_address is not None and entry.src_address not in {
+            a.ip for _, a in draft.l3_addresses()}:
+        raise _Invalid(f"{entry.src_address} is not an address of this switch", "src_address")
+    draft.peer_ranges[key] = BgpPeerRange(entry.name or key, entry.ip_range, entry.peer_asn,
+                                          entry.src_address)
+
+
 def _qos_map(table: str, highest_key: int) -> Callable[[_Draft, str, dict[str, Any]], None]:
     """A parser for a ``{"<key 0..highest_key>": "<value 0..7>"}`` map table."""
 
@@ -932,6 +1087,8 @@ _TABLES: dict[str, Callable[[_Draft, str, dict[str, Any]], None]] = {
     "VLAN_MEMBER": _vlan_member,
     "VLAN_INTERFACE": _vlan_interface,
     "STATIC_ROUTE": _static_route,
+    "BGP_NEIGHBOR": _bgp_neighbor,
+    "BGP_PEER_RANGE": _bgp_peer_range,
     "DSCP_TO_TC_MAP": _qos_map("DSCP_TO_TC_MAP", 63),
     "DOT1P_TO_TC_MAP": _qos_map("DOT1P_TO_TC_MAP", 7),
     "TC_TO_PRIORITY_GROUP_MAP": _qos_map("TC_TO_PRIORITY_GROUP_MAP", 7),

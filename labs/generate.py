@@ -39,6 +39,7 @@ from labs.topology import NAME_RE, SONIC_STAGED_CONFIG
 MAX_HOSTS = 4096
 MAX_RACK_HOSTS = 244  # hosts .11 to .254 of a rack's /24
 SPEEDS_MBPS = {"100G": 100_000, "400G": 400_000}
+ROUTING = ("static", "bgp")
 RADIX_RANGE = (4, 256)
 FABRIC_BASE = IPv4Address("10.0.0.0")
 RACK_VLAN = 1000
@@ -47,7 +48,6 @@ LINK_MTU = 9100  # SONiC's port MTU: hosts must not send larger frames
 # lab's S keeps that emulated rate per port whatever the real speed, so a 400G lab is judged
 # live by its size, not refused for its speed.
 LIVE_RATE_S_PER_100G = 3000
-TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
 
 
 class GenerateError(ValueError):
@@ -69,6 +69,7 @@ class Spec:
     roce_priority: int = 3
     cnp_dscp: int = 48
     cnp_priority: int = 6
+    routing: str = "static"  # static: STATIC_ROUTE per switch; bgp: eBGP (FRR) with loopbacks
 
     @property
     def speed_mbps(self) -> int:
@@ -79,6 +80,8 @@ class Spec:
         args = [self.name]
         for f in fields(self)[1:]:
             value = getattr(self, f.name)
+            if f.name == "routing" and value == "static":
+                continue  # the labs generated before BGP existed say the same command
             text = f"{value:g}" if isinstance(value, float) else str(value)
             args.append(f"--{f.name.replace('_', '-')} {text}")
         return "invoke topo.generate " + " ".join(args)
@@ -149,6 +152,8 @@ def check(spec: Spec) -> None:
     if not NAME_RE.match(spec.name):
         raise GenerateError(f"name: {spec.name!r} is not a valid lab name (letters, digits, "
                             "- _ . ; at most 32; starts alphanumeric)")
+    if spec.routing not in ROUTING:
+        raise _fail("routing", f"{spec.routing!r} is not one of {', '.join(ROUTING)}")
     if spec.speed.upper() not in SPEEDS_MBPS:
         raise _fail("speed", f"{spec.speed!r} is not one of {', '.join(SPEEDS_MBPS)}")
     hosts = spec.hosts_per_leaf * spec.leaves
@@ -376,8 +381,9 @@ def _clab(fabric: Fabric) -> str:
         f"# {describe(fabric)}.",
         f"#   leafN is rack N: hosts on untagged Vlan{RACK_VLAN} members, SVI gateway .1 of "
         "10.<1 + N // 256>.<N % 256>.0/24",
-        "#   fabric links: routed /31s from 10.0.0.0 (upper end even); static routes to every "
-        "rack, ECMP",
+        "#   fabric links: routed /31s from 10.0.0.0 (upper end even); " + (
+            "eBGP on every link (keepalive 3 s, hold 9 s), Loopback0 10.255.x.y/32, ECMP"
+            if spec.routing == "bgp" else "static routes to every rack, ECMP"),
         *pods,
         f"#   lossless RoCE: DSCP {spec.roce_dscp} -> priority {spec.roce_priority} (PFC), CNPs "
         f"DSCP {spec.cnp_dscp} -> strict queue {spec.cnp_priority}",
@@ -419,10 +425,11 @@ class Written:
 
 
 def write(spec: Spec, out: Path | None = None, force: bool = False) -> Written:
-    """Write the lab folder ``out`` (default topologies/<name>): built under a temporary
+    """Write the lab folder ``out`` (default ./topologies/<name>, where a bare lab name is
+    looked up first: labs.topology.lab_folders): built under a temporary
     name beside it, then renamed, so that nothing is left half-written. An existing folder
     is replaced only with ``force``."""
-    out = (out or TOPOLOGIES / spec.name).resolve()
+    out = (out or Path.cwd() / "topologies" / spec.name).resolve()
     fabric = build(spec)
     if out.exists() and not force:
         raise _fail("out", f"{out} exists (--force replaces it)")

@@ -52,6 +52,10 @@ CELL = 128  # bytes, SONiC-VS's buffer cell
 MAP = "AZURE"  # SONiC's name for its default maps
 ROLE_TYPE = {"leaf": "ToRRouter", "spine": "LeafRouter", "super": "SpineRouter"}
 ROLE_MAC = {"leaf": 1, "spine": 2, "super": 3}
+SUPER_ASN = 65000
+SPINE_ASN = 65100  # + the pod number in three tiers
+LEAF_ASN_BASE = 4_200_000_000  # + the leaf number (RFC 6996 private 4-byte ASNs)
+BGP_KEEPALIVE, BGP_HOLDTIME = "3", "9"
 LANES = {100_000: 4, 400_000: 8}
 WATCHDOG_MS = "200"
 LOSSY_WEIGHT, LOSSLESS_WEIGHT = "14", "15"
@@ -126,6 +130,32 @@ def pg_profile(speed_mbps: int, cable_m: int) -> str:
     return f"pg_lossless_{speed_mbps}_{cable_m}m_profile"
 
 
+def bgp_asn(sw: Switch) -> int:
+    """RFC 7938's numbering: the super-spines share one AS, the spines of a pod share one
+    (so a path never climbs back through the same tier), every leaf has its own (4-byte
+    private range, so a fabric of any size fits)."""
+    if sw.role == "super":
+        return SUPER_ASN
+    if sw.role == "spine":
+        pod = int(sw.name[3:sw.name.index("-")]) if sw.name.startswith("pod") else 0
+        return SPINE_ASN + pod
+    return LEAF_ASN_BASE + sw.number
+
+
+def _bgp(fabric: Fabric, sw: Switch, names: list[str], db: dict) -> None:
+    """bgp_asn, Loopback0 and one BGP_NEIGHBOR per fabric link, as production configs are."""
+    index = list(fabric.switches).index(sw.name) + 1
+    db["DEVICE_METADATA"]["localhost"]["bgp_asn"] = str(bgp_asn(sw))
+    db["LOOPBACK_INTERFACE"] = {"Loopback0": {},
+                                f"Loopback0|10.255.{index >> 8}.{index & 0xff}/32": {}}
+    db["BGP_NEIGHBOR"] = {
+        str(p.peer_ip): {"asn": str(bgp_asn(fabric.switches[p.peer])), "name": p.peer,
+                         "local_addr": str(p.address.ip), "admin_status": "up",
+                         "holdtime": BGP_HOLDTIME, "keepalive": BGP_KEEPALIVE}
+        for p in sw.ports if p.address is not None}
+    db["DEVICE_NEIGHBOR"] = {name: {"name": p.peer} for name, p in zip(names, sw.ports)}
+
+
 def config_db(fabric: Fabric, sw: Switch) -> str:
     """The switch's config_db.json text."""
     spec = fabric.spec
@@ -160,8 +190,11 @@ def config_db(fabric: Fabric, sw: Switch) -> str:
         db["VLAN"] = {vlan: {"vlanid": str(sw.vlan)}}
         db["VLAN_MEMBER"] = {f"{vlan}|{name}": {"tagging_mode": "untagged"} for name in rack}
         db["VLAN_INTERFACE"] = {vlan: {}, f"{vlan}|{sw.gateway}": {}}
-    db["STATIC_ROUTE"] = {str(prefix): {"nexthop": ",".join(map(str, hops))}
-                          for prefix, hops in sw.routes.items()}
+    if spec.routing == "bgp":
+        _bgp(fabric, sw, names, db)
+    else:
+        db["STATIC_ROUTE"] = {str(prefix): {"nexthop": ",".join(map(str, hops))}
+                              for prefix, hops in sw.routes.items()}
     db["DSCP_TO_TC_MAP"] = {MAP: {str(d): str(tc) for d, tc in classes(spec).items()}}
     db["DOT1P_TO_TC_MAP"] = {MAP: _identity()}
     db["TC_TO_PRIORITY_GROUP_MAP"] = {MAP: {str(tc): str(roce if tc == roce else lossy_pg)

@@ -45,13 +45,15 @@ class Runner(Protocol):
 
 
 def project_version() -> str:
-    """The switch image's tag: the version of this checkout, so the agent in the container
-    speaks the control protocol of the code that talks to it."""
-    text = (PROJECT_ROOT / "pyproject.toml").read_text()
-    match = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
-    if match is None:
-        raise LabError(f"{PROJECT_ROOT / 'pyproject.toml'}: no project version")
-    return match.group(1)
+    """The switch image's tag: the version of this code (a checkout's pyproject.toml, an
+    installed package's metadata), so the agent in the container speaks the control protocol
+    of the code that talks to it."""
+    from rocelab import version
+    found = version()
+    if found == "unknown":
+        raise LabError("rocelab's version is unknown: neither pyproject.toml nor an "
+                       "installed package says it")
+    return found
 
 
 def last_line(text: str) -> str:
@@ -110,7 +112,7 @@ DEBIAN_SUITES = frozenset({"buster", "bullseye", "bookworm", "trixie", "forky", 
                            "oldoldstable", "oldstable", "stable", "testing", "unstable"})
 SWITCH_ENTRYPOINT = "images/switch/entrypoint.sh"
 # What the project's wheel is built from: pyproject.toml's metadata and packages.
-PROJECT_FILES = ("pyproject.toml", "README.md", "labs", "fabric", "traffic", "checks")
+PROJECT_FILES = ("pyproject.toml", "README.md", "rocelab", "labs", "fabric", "traffic", "checks")
 WHEELS = "wheels"  # the build context's folder of wheels, see images/Dockerfile
 # What the base image's python accepts: the wheels are fetched on this machine for it.
 PYTHON_TARGET_PROBE = ("import platform, sys; "

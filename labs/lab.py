@@ -37,6 +37,7 @@ from labs.topology import Node, Topology, TopologyError
 RUNTIMES: dict[str, type[NetnsRuntime | ContainerlabRuntime]] = {
     "netns": NetnsRuntime, "containerlab": ContainerlabRuntime}
 HOST_TTL = 64  # Linux's default initial TTL: hops = HOST_TTL - reply TTL
+REACHABLE_TIMEOUT_S = 30.0  # a BGP lab's routes reach every agent within this
 TTL_RE = re.compile(r"ttl=(\d+)")
 TIME_EXCEEDED_RE = re.compile(
     r"From (\S+) icmp_seq=\d+ Time (?:to live exceeded|exceeded: Hop limit)")
@@ -113,6 +114,11 @@ def up(spec: str, runtime: str = "netns", parent: str | None = None,
         state = runtime_for(runtime).up(topo)
         try:
             state.fingerprint, state.parent = files, parent
+            if "sessions" in state.convergence:  # a BGP lab is up once its routes carry
+                started = time.monotonic()
+                Lab(state, topo).await_reachable()
+                state.convergence["reachable"] = round(
+                    state.convergence["sessions"] + time.monotonic() - started, 3)
             state.save()
         except BaseException:
             with deferred():
@@ -256,6 +262,19 @@ def broken(state: LabState) -> bool:
 def _one_line(e: Exception) -> str:
     text = " ".join(str(e).split())
     return text if isinstance(e, LabError) else f"{type(e).__name__}: {text}"
+
+
+def table_notes(topology: Topology) -> dict[str, dict[str, list[str]]]:
+    """Per switch, the config tables that are not in force here: ``not_emulated`` (no
+    data-plane meaning) and ``skipped`` (their meaning is not emulated; the lab runs
+    without them by its rocelab.unemulated-tables label). fabric/tables.py says why."""
+    out = {}
+    for node in topology.switches:
+        config = node.config
+        if config is not None and (config.not_emulated or config.skipped):
+            out[node.name] = {"not_emulated": list(config.not_emulated),
+                              "skipped": list(config.skipped)}
+    return out
 
 
 def simulated(spec: str, time_scale: float = 1.0, seed: int = 0):
@@ -526,6 +545,42 @@ class Lab:
         pairs = [(s, d) for s in hosts for d in hosts if s != d]
         with ThreadPoolExecutor(max_workers=8) as pool:
             return list(pool.map(lambda p: one(*p), pairs))
+
+    def await_reachable(self, timeout_s: float = REACHABLE_TIMEOUT_S) -> None:
+        """Ping every host pair until all answer (a BGP lab: its sessions are up, its
+        routes still on their way to the agents); the error names the pairs that never did."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            failed = [p for p in self.ping_all() if not p.ok]
+            if not failed:
+                return
+            if time.monotonic() > deadline:
+                raise LabError(f"{len(failed)} host pairs still unreachable after "
+                               f"{timeout_s:.0f} s: " + ", ".join(
+                                   f"{p.src} -> {p.dst} ({p.dst_ip or p.error})"
+                                   for p in failed[:8]) + " (lab.status shows each "
+                               "switch's BGP sessions and routes)")
+
+    def bgp_status(self) -> dict[str, dict]:
+        """Per BGP switch: its sessions (bgpd's view) and its forwarding table's routes by
+        source (the agent's view). Only the netns runtime runs FRR."""
+        from labs.runtimes import frr
+        out: dict[str, dict] = {}
+        if self.state.runtime != "netns":
+            return out
+        for node in frr.bgp_switches(self.topology):
+            entry: dict = {"sessions": {}, "routes": {}, "error": ""}
+            try:
+                entry["sessions"] = frr.sessions(self.name, node.name)
+            except (frr.FrrError, OSError, subprocess.SubprocessError) as e:
+                entry["error"] = str(e)
+            try:
+                for route in self.agent(node.name).counters().get("routes", []):
+                    entry["routes"][route["source"]] = entry["routes"].get(route["source"], 0) + 1
+            except AgentError as e:
+                entry["error"] = entry["error"] or str(e)
+            out[node.name] = entry
+        return out
 
     def trace(self, src: str, dst_ip: str, max_hops: int = 8) -> list[str]:
         """The routers on the path, from ICMP time-exceeded replies to TTL-limited pings."""

@@ -71,6 +71,9 @@ class LabState(BaseModel):
     # sha256 of the clab file and of every file it references, as deployed (labs.fingerprint)
     fingerprint: dict[str, str] = {}
     parent: str | None = None  # the lab whose check brought this variant up
+    # BGP labs: seconds from FRR started to every session Established ("sessions") and to
+    # every host pair reachable ("reachable"), measured by lab.up
+    convergence: dict[str, float] = {}
 
     @classmethod
     def new(cls, lab: str, topology: str, runtime: str = "netns") -> "LabState":

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fabric import tables
 from fabric.config import (
     DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig, port_name,
 )
@@ -141,6 +142,19 @@ class Topology:
         return None
 
 
+REPO_TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
+
+
+def lab_folders(topologies_dir: Path | None = None) -> list[Path]:
+    """Where a bare lab name is looked up: ``topologies_dir`` if given, else ./topologies
+    (a config repository's) and then the rocelab repository's, when it is there (an
+    installed package has none)."""
+    if topologies_dir is not None:
+        return [topologies_dir]
+    return list(dict.fromkeys(p for p in (Path.cwd() / "topologies", REPO_TOPOLOGIES)
+                              if p.is_dir()))
+
+
 def resolve(spec: str | os.PathLike, topologies_dir: Path | None = None) -> Path:
     """A lab name (``roce-v2-leafspine``) or a path to a clab file or its folder -> the file."""
     p = Path(spec)
@@ -151,12 +165,15 @@ def resolve(spec: str | os.PathLike, topologies_dir: Path | None = None) -> Path
         if len(files) != 1:
             raise TopologyError(f"{p}: expected exactly one *.clab.yml file, found {len(files)}")
         return files[0]
+    folders = lab_folders(topologies_dir)
     if NAME_RE.match(str(spec)):
-        base = topologies_dir or Path(__file__).resolve().parent.parent / "topologies"
-        candidate = base / str(spec) / f"{spec}.clab.yml"
-        if candidate.is_file():
-            return candidate
-    raise TopologyError(f"{spec}: no such lab or topology file")
+        for base in folders:
+            candidate = base / str(spec) / f"{spec}.clab.yml"
+            if candidate.is_file():
+                return candidate
+    where = f" (looked in {', '.join(map(str, folders))})" if NAME_RE.match(str(spec)) \
+        and folders else ""
+    raise TopologyError(f"{spec}: no such lab folder, topology file or lab name{where}")
 
 
 def load(spec: str | os.PathLike, topologies_dir: Path | None = None,
@@ -450,7 +467,12 @@ class _Loader:
         if node.config_path is None:
             return node
         try:
-            config = load_switch_config(node.config_path)
+            unemulated = tables.policy(node.labels.get(tables.UNEMULATED_LABEL))
+        except ValueError as e:
+            raise self.error(f"topology.nodes.{node.name}.labels.{tables.UNEMULATED_LABEL}",
+                             str(e)) from None
+        try:
+            config = load_switch_config(node.config_path, unemulated)
         except ConfigError as e:
             raise TopologyError(str(e)) from None
         wired = []

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(iproute2 iputils-ping ethtool procps tcpdump tshark iperf3 python3-venv python3-pip)
+# frr: zebra + bgpd for BGP labs (BGP_NEIGHBOR); Debian installs it without starting anything
+PACKAGES=(iproute2 iputils-ping ethtool procps tcpdump tshark iperf3 python3-venv python3-pip frr)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -218,7 +218,7 @@ class Route(NamedTuple):
     network: int
     prefixlen: int
     distance: int
-    source: str  # "connected" | "static"
+    source: str  # "connected" | "static" | a protocol's name ("bgp")
     nexthops: tuple[tuple[int | None, L3Interface], ...]  # (None = the destination itself)
     blackhole: bool = False
     version: int = 4  # 6: network and next hops are IPv6
@@ -229,6 +229,17 @@ class Route(NamedTuple):
                 "distance": self.distance, "blackhole": self.blackhole,
                 "nexthops": [{"ip": text(ip) if ip is not None else None,
                               "interface": iface.name} for ip, iface in self.nexthops]}
+
+
+class LearnedRoute(NamedTuple):
+    """A route a routing protocol chose (BGP through FRR): next hops by interface name
+    (``Ethernet0``, ``Vlan100``), bound to the L3 interfaces at each rebuild; ``distance``
+    is the protocol's administrative distance (eBGP 20, iBGP 200), so STATIC_ROUTE (1)
+    wins over BGP for the same prefix, as in SONiC."""
+
+    distance: int
+    source: str
+    nexthops: tuple[tuple[int | None, str], ...]
 
 
 class RoutingTable:
@@ -268,9 +279,13 @@ class Router:
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
-                 cpu: CpuCounters, ecmp_salt: int = 0) -> None:
+                 cpu: CpuCounters, ecmp_salt: int = 0, kernel_stack: bool = False) -> None:
         """``ecmp_salt``: the hash seed (a switch's ECMP hash seed; 0 hashes the bare
-        5-tuple), so a simulation's seed can move flows between equal-cost paths."""
+        5-tuple), so a simulation's seed can move flows between equal-cost paths.
+        ``kernel_stack``: the namespace's kernel owns the switch's addresses too (a BGP
+        switch: FRR's sessions are kernel TCP), so what the router does not answer itself
+        is the kernel's, not a drop."""
+        self.kernel_stack = kernel_stack
         self.router_mac = router_mac
         self.ecmp_salt = ecmp_salt
         self.interfaces = {iface.name: iface for iface in interfaces}
@@ -279,6 +294,8 @@ class Router:
         self.warnings: list[str] = []
         self.neighbors: dict[tuple[str, int], Neighbor] = {}
         self._statics = [self._static_route(sr) for sr in static_routes]
+        # routes a routing protocol installed (FRR's, through fabric.routesync), by prefix
+        self._learned: dict[tuple[int, int], LearnedRoute] = {}
         self.table = RoutingTable()
         self._cache: dict[int, tuple[Neighbor, ...] | str] = {}
         self.rebuild()
@@ -320,6 +337,17 @@ class Router:
         return Route(int(sr.prefix.network_address), sr.prefix.prefixlen, sr.distance,
                      "static", tuple(hops), sr.blackhole)
 
+    def learn(self, route: LearnedRoute | None, network: int, prefixlen: int) -> None:
+        """Install (``route``) or withdraw (None) a protocol's route for a prefix; the
+        caller rebuilds once after a batch."""
+        if route is None:
+            self._learned.pop((network, prefixlen), None)
+        else:
+            self._learned[network, prefixlen] = route
+
+    def learned(self) -> dict[tuple[int, int], LearnedRoute]:
+        return dict(self._learned)
+
     def _connected_interface(self, ip: int) -> L3Interface | None:
         best, best_len = None, -1
         for iface in self.interfaces.values():
@@ -345,6 +373,11 @@ class Router:
             hops = tuple(h for h in route.nexthops if h[1].up)
             if hops:
                 table.add(route._replace(nexthops=hops))
+        for (net, plen), learned in self._learned.items():
+            hops = tuple((ip, self.interfaces[name]) for ip, name in learned.nexthops
+                         if name in self.interfaces and self.interfaces[name].up)
+            if hops:
+                table.add(Route(net, plen, learned.distance, learned.source, hops))
         self.table = table
         self._cache.clear()
         for key, nh in list(self.neighbors.items()):
@@ -464,7 +497,7 @@ class Router:
                                 icmp_echo_reply(frame[off + ihl:off + total]), tos=tos & 0xFC)
             self.originate(reply, src, out, now)
             return TO_CPU
-        return TO_ROUTER_UNSUPPORTED
+        return TO_CPU if self.kernel_stack else TO_ROUTER_UNSUPPORTED
 
     def _time_exceeded(self, iface: L3Interface, frame: bytes, off: int, ihl: int, total: int,
                        frag: int, proto: int, src: int, out: list, now: float) -> None:

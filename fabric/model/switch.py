@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
+from ipaddress import IPv4Network
 
 from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, SwitchConfig
 from fabric.model.buffers import ADMITTED, IngressBuffers, PgBuffer
@@ -66,7 +67,7 @@ from fabric.model.frames import (
 )
 from fabric.model.pause import PfcSender
 from fabric.model.ports import ROUTED, SWITCHED, PortState
-from fabric.model.router import L3Interface, Router
+from fabric.model.router import L3Interface, LearnedRoute, Router
 from fabric.model.router6 import Router6
 from fabric.model.scheduler import Lateness
 from fabric.model.watchdog import FABRIC, WATCHDOG_PROFILES
@@ -137,7 +138,8 @@ class Switch:
         self.cpu = CpuCounters()
         self._router = Router(self.router_mac, interfaces,
                               [r for r in config.static_routes if r.prefix.version == 4],
-                              local_ips, self.cpu, ecmp_salt)
+                              local_ips, self.cpu, ecmp_salt,
+                              kernel_stack=config.bgp is not None)
         self._router6 = Router6(self.router_mac, interfaces,
                                 [r for r in config.static_routes if r.prefix.version == 6],
                                 local_ips6, self.cpu, ecmp_salt)
@@ -355,6 +357,18 @@ class Switch:
                 self._flush(state, queue, self._now, PORT_DOWN)
         self._router.rebuild()
         self._router6.rebuild()
+
+    def update_routes(self, changes: dict[IPv4Network, LearnedRoute | None]) -> None:
+        """Install or withdraw (None) protocol routes, then rebuild the table once: the
+        switch's counterpart of SONiC's ROUTE_TABLE, fed by ``fabric.routesync`` (live) or
+        ``labs.sim.bgp`` (virtual time). A next hop through an interface the switch does
+        not have is left out."""
+        for prefix, route in changes.items():
+            self._router.learn(route, int(prefix.network_address), prefix.prefixlen)
+        self._router.rebuild()
+
+    def learned_routes(self) -> dict[IPv4Network, LearnedRoute]:
+        return {IPv4Network((net, plen)): r for (net, plen), r in self._router.learned().items()}
 
     def classify(self, port: str, frame: bytes,
                  egress: str | None = None) -> tuple[int, int, int]:

@@ -22,7 +22,9 @@ from pathlib import Path
 from pyroute2 import NetNS, netns
 
 from fabric.client import AgentClient, AgentError
+from fabric.tables import UNEMULATED_LABEL
 from labs.interrupt import deferred
+from labs.runtimes import frr
 from labs.state import (AgentState, LabState, keep_logs, kept_logs, log_tail, pid_alive,
                          process_start)
 from labs.topology import Node, Topology
@@ -66,7 +68,7 @@ def step(name: str) -> Iterator[None]:
         yield
     except LabError as e:
         raise LabError(f"step '{name}' failed: {e}") from None
-    except (OSError, subprocess.SubprocessError, ValueError) as e:
+    except (OSError, subprocess.SubprocessError, ValueError, frr.FrrError) as e:
         raise LabError(f"step '{name}' failed: {e}") from None
 
 
@@ -101,6 +103,12 @@ class NetnsRuntime:
 
     def up(self, topo: Topology) -> LabState:
         require_capabilities()
+        bgp = frr.bgp_switches(topo)
+        if bgp:
+            try:
+                frr.require_frr()
+            except frr.FrrError as e:
+                raise LabError(str(e)) from None
         state = LabState.new(topo.name, str(topo.path), self.name)
         clashes = [ns for ns in (namespace_name(topo.name, n) for n in topo.nodes)
                    if ns in netns.listnetns()]
@@ -113,6 +121,10 @@ class NetnsRuntime:
                 self._create_namespaces(topo, state)
             with step("wire links"):
                 self._wire(topo, state)
+            for node in bgp:
+                with step(f"kernel addresses of {node.name}"):
+                    frr.kernel_l3(state.namespaces[node.name], node.config,
+                                  topo.interfaces(node.name))
             for host in topo.hosts:
                 with step(f"exec on {host.name}"):
                     self._exec_commands(host, state)
@@ -120,6 +132,12 @@ class NetnsRuntime:
                 self._start_agents(topo, state)
             with step("await links up"):
                 self._await_links_up(topo, state)
+            for node in bgp:
+                with step(f"start FRR on {node.name}"):
+                    frr.start(topo.name, node, state.namespaces[node.name], state)
+            if bgp:
+                with step("await BGP sessions"):
+                    state.convergence["sessions"] = round(frr.await_established(topo.name, bgp), 3)
         except LabError as e:
             with deferred():
                 self.down(state)
@@ -222,6 +240,7 @@ class NetnsRuntime:
         for ns in state.namespaces.values():
             if ns in present:
                 remove_namespace(ns)
+        frr.cleanup(state.lab)
         state.remove()
 
     def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
@@ -241,18 +260,20 @@ def agent_argv(topo: Topology, node: Node, state: LabState, control: Path) -> li
     """The switch agent's command line. Its control socket goes in a folder the agent
     keeps root-only (0700); it may write traces only under ``trace_roots``."""
     roots = [arg for root in trace_roots(state) for arg in ("--trace-root", str(root))]
+    unemulated = node.labels.get(UNEMULATED_LABEL, "refuse")
     return [sys.executable, "-m", "fabric.agent", "--config", str(node.config_path),
-            "--name", node.name, "--control", str(control),
+            "--name", node.name, "--control", str(control), "--unemulated-tables", unemulated,
             "--ports", ",".join(topo.interfaces(node.name)),
             "--time-scale", str(node.time_scale), "--ecn-marking", node.ecn_marking, *roots]
 
 
 def trace_roots(state: LabState) -> list[Path]:
-    """Where a lab's agents may write traces: the repository's results/ (the checks' and
-    ``lab.trace``'s default), the lab's state folder, and each folder in
-    $ROCELAB_TRACE_ROOTS as ``lab.up`` saw it."""
+    """Where a lab's agents may write traces: results/ in the directory ``lab.up`` ran in
+    (the checks' and ``lab.trace``'s default) and in the repository, the lab's state folder,
+    and each folder in $ROCELAB_TRACE_ROOTS as ``lab.up`` saw it."""
     extra = os.environ.get(TRACE_ROOTS_ENV, "").split(os.pathsep)
-    roots = [PROJECT_ROOT / "results", state.dir, *(Path(p).resolve() for p in extra if p)]
+    roots = [Path.cwd().resolve() / "results", PROJECT_ROOT / "results", state.dir,
+             *(Path(p).resolve() for p in extra if p)]
     return list(dict.fromkeys(roots))
 
 

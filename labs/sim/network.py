@@ -15,6 +15,7 @@ import random
 
 from fabric.config import port_name
 from fabric.model.switch import Switch
+from labs.sim import bgp
 from labs.sim.engine import Engine
 from labs.sim.host import SimError, SimHost, host_config, host_mac
 from labs.sim.switch import SimSwitch
@@ -48,6 +49,8 @@ class SimNetwork:
                            ecmp_salt=derived_seed(seed, node.name, "ecmp"),
                            ecn_marking=node.ecn_marking)
             self.switches[node.name] = SimSwitch(self.engine, node.name, model, ifaces)
+        for name, learned in bgp.routes(topo).items():  # what FRR would install (eBGP)
+            self.switches[name].switch.update_routes(learned)
         for node in topo.hosts:
             ifaces = topo.interfaces(node.name)
             config = host_config(node.name, node.exec, ifaces)

@@ -15,6 +15,7 @@ from invoke import Program
 from pyroute2 import netns
 
 import tasks
+from rocelab.tasks import lab as lab_tasks
 from fabric import config
 from labs import lab as labs
 from labs import nic, topology
@@ -342,7 +343,7 @@ def test_exec_keeps_the_shells_quoting(running_lab, monkeypatch, capsys):
     argv = ["invoke", "lab.exec", "h1", "--", "echo", "it's", "a  b", ""]
     monkeypatch.setattr(sys, "argv", argv)
     ran = []
-    monkeypatch.setattr(tasks.subprocess, "call", lambda command: ran.append(command) or 0)
+    monkeypatch.setattr(lab_tasks.subprocess, "call", lambda command: ran.append(command) or 0)
     code, out, err = invoke(capsys, *argv[1:])
     assert (code, err) == (0, "")
     assert ran == [["ip", "netns", "exec", f"{running_lab.lab}-h1", "echo", "it's", "a  b", ""]]
@@ -354,7 +355,7 @@ def test_exec_without_the_shells_words_splits_and_refuses_bad_quoting(running_la
     line: quotes work, an unbalanced one is a one-line error."""
     monkeypatch.setattr(sys, "argv", ["pytest"])
     ran = []
-    monkeypatch.setattr(tasks.subprocess, "call", lambda command: ran.append(command) or 0)
+    monkeypatch.setattr(lab_tasks.subprocess, "call", lambda command: ran.append(command) or 0)
     code, _, err = invoke(capsys, "lab.exec", "h1", "--", "echo", "\"it's\"")
     assert (code, err) == (0, "") and ran[-1][-2:] == ["echo", "it's"]
     code, _, err = invoke(capsys, "lab.exec", "h1", "--", "echo", "it's")

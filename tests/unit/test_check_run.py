@@ -160,7 +160,7 @@ def test_variant_names_are_valid_distinct_and_never_the_labs_own():
     (0, None, 0),  # no summary: pytest's word
 ])
 def test_inconclusive_runs_exit_3(tmp_path, pytest_code, counts, code):
-    from checks.run import verdict_code
+    from checks.outcome import verdict_code
     if counts is not None:
         (tmp_path / "summary.json").write_text(json.dumps({"counts": counts}))
     assert verdict_code(pytest_code, tmp_path) == code

@@ -160,6 +160,7 @@ def test_sonic_variants_are_accepted() -> None:
     cfg["STATIC_ROUTE"]["10.9.0.0/16"] = {"nexthop": "10.1.1.7", "ifname": "Vlan100", "distance": "20"}
     cfg["PORT_QOS_MAP"]["global"] = {"pfc_enable": ""}
     cfg["BGP_NEIGHBOR"] = {"10.0.0.0": {"asn": "65100", "name": "spine1"}}
+    cfg["DEVICE_METADATA"]["localhost"]["bgp_asn"] = "65101"
     config = parse(cfg, "x/config_db.json")
     assert config.ports["Ethernet0"] == Port("Ethernet0", 40000, 1500, False, "eth1")
     assert config.mac == "02:52:4c:00:01:0a"

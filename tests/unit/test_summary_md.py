@@ -46,15 +46,19 @@ def test_verdict_counts_failures_and_errors(tmp_path):
     text = write(tmp_path, SUMMARY)
     assert "**1 failed, 1 could not run (error)** of 4 checks (1 passed, 0 inconclusive, " \
            "1 skipped)." in text
-    passed = {**SUMMARY, "checks": SUMMARY["checks"][:1]}
-    assert "**All 1 checks passed.**" in write(tmp_path, passed)
+    lost = {**SUMMARY, "checks": SUMMARY["checks"][:1]}  # passed, fidelity lost
+    assert "**Inconclusive (exit 3): 1 of 1 checks could not decide**" in write(tmp_path, lost)
+    kept = {**lost["checks"][0], "fidelity": {"ok": True, "problems": []}}
+    assert "**All 1 checks passed.**" in write(tmp_path, {**SUMMARY, "checks": [kept]})
 
 
 def test_verdict_says_inconclusive_and_how_to_get_one(tmp_path):
     lost = {"name": "test_lossless_incast", "outcome": "inconclusive",
             "reason": "INCONCLUSIVE: the emulation lost fidelity (...)", "duration": 3.0}
-    text = write(tmp_path, {**SUMMARY, "checks": SUMMARY["checks"][:1] + [lost]})
-    assert "**1 of 2 checks inconclusive**" in text and "`--runtime sim`" in text
+    kept = {**SUMMARY["checks"][0], "fidelity": {"ok": True, "problems": []}}
+    text = write(tmp_path, {**SUMMARY, "checks": [kept, lost]})
+    assert "**Inconclusive (exit 3): 1 of 2 checks could not decide**" in text
+    assert "(1 passed, 1 inconclusive, 0 skipped)" in text and "`--runtime sim`" in text
     assert "| ❔ INCONCLUSIVE | test_lossless_incast |" in text
 
 

@@ -1,0 +1,164 @@
+"""What a lab means to carry, read from its own files: the RoCE class(es), the CNP DSCP and
+the lossless priorities. Lint and the checks take every expectation from here, so nothing
+assumes the shipped labs' DSCP 26, priority 3 or their host names.
+
+Where each value comes from, first match wins:
+
+- RoCE DSCP and priority: an option (``--dscp``, ``--priority``); the
+  ``rocelab.roce-priority`` label (priority only); the hosts' NIC settings files (each
+  distinct class once); the switches' maps (a lossless priority and the lowest DSCP mapped to
+  its TC); failing all of these, the NIC defaults of ``labs.nic`` (what a host with no NIC
+  file sends), which the lint then reports as not lossless.
+- Lossless priorities: the RoCE priorities, and every priority a switch port enables PFC on
+  (``pfc_enable``). A lab with two (Azure's 3 and 4) has its chain checked on both; a
+  priority no DSCP maps to is checked from its TC on (RoCEv1, by PCP).
+- CNP DSCP: the option, the hosts' NIC files, the NIC default.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fabric.config import SwitchConfig
+from fabric.qos import port_setting, qos_ports, tc_of_dscp
+from labs.nic import NicSettings
+from labs.topology import Topology
+
+PRIORITY_LABEL = "rocelab.roce-priority"
+
+
+@dataclass(frozen=True)
+class RoceClass:
+    """One lossless class: RoCEv2 marked ``dscp`` (None: no DSCP maps to it) on ``priority``."""
+
+    dscp: int | None
+    priority: int
+
+    @property
+    def label(self) -> str:
+        """A test id: ``dscp3-p3``, or ``p4`` for a PCP-only class."""
+        return f"p{self.priority}" if self.dscp is None else f"dscp{self.dscp}-p{self.priority}"
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """The classes to check (the hosts' RoCE class first), the CNP DSCP, the lossless
+    priorities, and a phrase saying where they came from (for reports)."""
+
+    classes: tuple[RoceClass, ...]
+    cnp_dscp: int
+    lossless: frozenset[int]
+    source: str
+
+    @property
+    def roce(self) -> RoceClass:
+        return self.classes[0]
+
+
+def lossless_priorities(configs: Iterable[SwitchConfig]) -> frozenset[int]:
+    """Every priority some switch port enables PFC on."""
+    found: set[int] = set()
+    for config in configs:
+        for port in qos_ports(config):
+            found |= port_setting(config.qos, port, "pfc_enable")[0]
+    return frozenset(found)
+
+
+def dscps_to(configs: Iterable[SwitchConfig], tc: int) -> list[int]:
+    """The DSCPs the first switch with QoS ports maps to ``tc`` on its first such port."""
+    for config in configs:
+        ports = qos_ports(config)
+        if ports:
+            return [d for d in range(64) if tc_of_dscp(config, ports[0], d)[0] == tc]
+    return []
+
+
+def nic_files(topology: Topology) -> list[NicSettings]:
+    """The NIC settings of the hosts that have a file, each distinct one once, by host name."""
+    out: list[NicSettings] = []
+    for host in sorted(topology.hosts, key=lambda h: h.name):
+        if host.nic is not None and host.nic not in out:
+            out.append(host.nic)
+    return out
+
+
+def expectations(topology: Topology, configs: Iterable[SwitchConfig | None],
+                 dscp: int | None = None, priority: int | None = None,
+                 cnp_dscp: int | None = None) -> Expectations:
+    """The lab's expectations; ``dscp``, ``priority`` and ``cnp_dscp`` override (None: from
+    the lab)."""
+    loaded = [c for c in configs if c is not None]
+    nics = nic_files(topology)
+    enabled = lossless_priorities(loaded)
+    labelled = [n.labels[PRIORITY_LABEL] for n in topology.nodes.values()
+                if PRIORITY_LABEL in n.labels]
+    sources = []
+    if nics:
+        primary = [RoceClass(n.roce.dscp, n.roce.priority) for n in nics]
+        sources.append("the hosts' NIC settings")
+    elif enabled:
+        low = min(enabled)
+        primary = [RoceClass(next(iter(dscps_to(loaded, low)), None), low)]
+        sources.append("the switches' maps (no host has a NIC settings file)")
+    else:
+        default = NicSettings().roce
+        primary = [RoceClass(default.dscp, default.priority)]
+        sources.append("the NIC defaults (no NIC settings file, no pfc_enable)")
+    if labelled:
+        primary = [RoceClass(c.dscp, int(labelled[0])) for c in primary]
+        sources.append(f"label {PRIORITY_LABEL}")
+    if dscp is not None or priority is not None:
+        primary = [RoceClass(c.dscp if dscp is None else dscp,
+                             c.priority if priority is None else priority)
+                   for c in primary[:1]]
+        sources.append("options")
+    classes = list(dict.fromkeys(primary))
+    covered = {c.priority for c in classes}
+    for p in sorted(enabled - covered):
+        classes.append(RoceClass(next(iter(dscps_to(loaded, p)), None), p))
+    cnp = cnp_dscp if cnp_dscp is not None else nics[0].cnp.dscp if nics \
+        else NicSettings().cnp.dscp
+    return Expectations(tuple(classes), cnp, frozenset(enabled | covered), ", ".join(sources))
+
+
+def control_dscp(configs: Iterable[SwitchConfig], lossless: frozenset[int],
+                 avoid: Iterable[int] = ()) -> int | None:
+    """The lowest DSCP no switch port maps to a lossless TC (and not in ``avoid``, e.g. the
+    CNP DSCP): traffic in a lossy class, the control of a classification check."""
+    loaded = list(configs)
+    skip = set(avoid)
+    for d in range(64):
+        if d in skip:
+            continue
+        if all(tc_of_dscp(c, p, d)[0] not in lossless for c in loaded for p in qos_ports(c)):
+            return d
+    return None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One classification probe: its test id, what it sends, and whether it is lossless."""
+
+    id: str
+    value: int
+    lossless: bool
+
+
+def dscp_cases(e: Expectations, configs: Iterable[SwitchConfig]) -> list[Case]:
+    """RoCEv2 probes: each lossless class's DSCP, then a lossy control DSCP (not the CNPs')."""
+    cases = [Case(f"dscp{c.dscp}-lossless", c.dscp, True)
+             for c in e.classes if c.dscp is not None]
+    control = control_dscp(configs, e.lossless, avoid=[e.cnp_dscp])
+    if control is not None:
+        cases.append(Case(f"dscp{control}-control", control, False))
+    return cases
+
+
+def pcp_cases(e: Expectations) -> list[Case]:
+    """RoCEv1 probes: one per lossless priority."""
+    return [Case(f"pcp{p}-lossless", p, True) for p in sorted(e.lossless)]
+
+
+def of_topology(topology: Topology) -> Expectations:
+    """A loaded lab's expectations (its switch configs parsed, as a running lab's are)."""
+    return expectations(topology, [n.config for n in topology.switches])
