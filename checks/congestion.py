@@ -27,7 +27,7 @@ import yaml
 
 from checks import plots
 from fabric import afpacket
-from fabric.client import fidelity
+from fabric.client import MIN_FRAMES_FOR_P99, fidelity
 from fabric.config import port_name
 from fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
 from labs import lock
@@ -237,14 +237,29 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
     flows = patterns.incast(incast.receiver, list(incast.senders), size, count, qps)
     with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream]) as seen:
         result = patterns.run(lab, flows, pattern="incast", timeout_s=timeout_s, nic=nic)
-    problems = seen.fidelity["problems"] + [
-        f"{host}: {report['kernel_rx_drops']} frames dropped in the kernel under its endpoint"
-        for host, report in result["hosts"].items() if report["kernel_rx_drops"]]
+    problems = seen.fidelity["problems"] + endpoint_problems(result)
     run = Run(**{**vars(seen), "fidelity": {**seen.fidelity, "ok": not problems,
                                             "problems": problems}}, name=name, result=result)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "summary.json").write_text(json.dumps(run.summary(), indent=1) + "\n")
     return run
+
+
+def endpoint_problems(result: dict) -> list[str]:
+    """Where the hosts' endpoints lost fidelity: frames the kernel dropped under them, and a
+    p99 ingress lag (kernel receive stamp to the endpoint taking the frame, over at least
+    MIN_FRAMES_FOR_P99 batches) beyond one MTU frame time, the switches' own rule
+    (``fabric.client.fidelity``). Simulated endpoints report neither: they cannot lag."""
+    problems = []
+    for host, report in result["hosts"].items():
+        if report.get("kernel_rx_drops"):
+            problems.append(f"{host}: {report['kernel_rx_drops']} frames dropped in the "
+                            f"kernel under its endpoint")
+        lag, frame_s = report.get("ingress_lag") or {}, report.get("mtu_frame_s")
+        if frame_s and lag.get("count", 0) >= MIN_FRAMES_FOR_P99 and lag["p99_s"] > frame_s:
+            problems.append(f"{host}: p99 ingress lag {lag['p99_s'] * 1e3:.2f} ms > one MTU "
+                            f"frame ({frame_s * 1e3:.2f} ms) under its endpoint")
+    return problems
 
 
 def draw(run: Run, incast: Incast) -> list[Path]:

@@ -32,6 +32,8 @@ DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
 LOSSY_DSCP = 0  # the default class: TC 0, a lossy PG in SONiC's usual maps
 STORM_S = 1.5
 START_S = 20.0
+MIN_BOTTLENECK_SHARE = 0.70  # with DCQCN, of the bottleneck's line rate over the run
+MAX_SLOWDOWN = 1.5  # with DCQCN, completion time over the PFC-only run's
 TIMING_SLACK_S = 0.05  # the agent's event loop may run a poll this late
 
 
@@ -56,6 +58,14 @@ def lossless_run(lab, incast, congestion_dir):
     compare against it."""
     return cg.run_incast(lab, incast, congestion_dir, "lossless",
                          size=message(lab, incast), count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
+
+
+def bottleneck_share(lab, incast: cg.Incast, run: cg.Run) -> float:
+    """What the incast delivered (RoCE payload) over its whole run, as a share of what the
+    bottleneck port carries at line rate in that time (its emulated rate live: speed / S)."""
+    speed = lab.topology.nodes[incast.switch].config.ports[incast.port].speed_mbps * 1e6
+    line_bps = speed / run.result["time_scale"]
+    return run.flows("delivered_bytes") * 8 / (run.result["elapsed_s"] * line_bps)
 
 
 def message(lab, incast: cg.Incast) -> int:
@@ -115,7 +125,11 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
                "cnps_received": run.flows("cnps_received"),
                "paused_s_with_dcqcn": round(with_dcqcn, 3),
                "paused_s_without": round(without, 3),
-               "xoff_share": round(run.xoff_share(incast.switch, incast.port), 3)}
+               "xoff_share": round(run.xoff_share(incast.switch, incast.port), 3),
+               "bottleneck_share": round(bottleneck_share(lab, incast, run), 3),
+               "bottleneck_share_without": round(bottleneck_share(lab, incast, lossless_run), 3),
+               "elapsed_s": round(run.result["elapsed_s"], 6),
+               "elapsed_s_without": round(lossless_run.result["elapsed_s"], 6)}
     (run.folder / "comparison.json").write_text(json.dumps(figures, indent=1) + "\n")
     record_evidence(request, run.folder / "comparison.json")
     assert run.result["complete"], f"not every message arrived: {run.summary()}"
@@ -126,6 +140,13 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
     assert with_dcqcn < without, f"DCQCN did not reduce pausing: {figures}"
     assert figures["xoff_share"] < 0.5, \
         f"{incast.switch} spent most of the run in XOFF: {figures}"
+    # DCQCN must save pauses without wasting the link (issue 12.7)
+    assert figures["bottleneck_share"] >= MIN_BOTTLENECK_SHARE, (
+        f"with DCQCN the incast kept {figures['bottleneck_share']:.0%} of {incast.switch} "
+        f"{incast.port}'s line rate, below {MIN_BOTTLENECK_SHARE:.0%}: {figures}")
+    assert run.result["elapsed_s"] <= MAX_SLOWDOWN * lossless_run.result["elapsed_s"], (
+        f"with DCQCN the incast took {figures['elapsed_s']} s, more than {MAX_SLOWDOWN}x "
+        f"the {figures['elapsed_s_without']} s it took with PFC alone: {figures}")
 
 
 def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir):

@@ -17,7 +17,12 @@ RC and answers CE marks with CNPs. This module is its live shell:
   (``Nic.next_wake``), with late credit on, since a loop wakes late;
 - a UDP socket on port 4791 it never reads, as rxe's kernel socket does, so the host's
   kernel neither answers RoCE with ICMP port unreachable nor logs it;
-- what the kernel did to its frames: receive-ring drops and refused sends.
+- what the kernel did to its frames: receive-ring drops and refused sends;
+- its ingress lag: from the kernel's receive stamp (SO_TIMESTAMPNS) of the oldest frame
+  waiting to when the loop takes it, once per batch as the switch agents measure theirs
+  (``fabric.agent``). A frame that waited longer than a frame takes on the wire arrived
+  late in fabric time, as if over a longer cable: the congestion checks' fidelity verdict
+  counts it (``checks.congestion.endpoint_problems``).
 
 It talks to its parent with JSON lines: ``{"event": "ready"}`` once its socket is open and
 its peers resolved; then it waits for ``go`` on stdin, prints ``progress`` lines, and
@@ -40,7 +45,9 @@ from pathlib import Path
 from fabric import afpacket
 from labs import nic as nics
 from traffic import hostnet, wire
+from fabric.model.scheduler import Lateness
 from traffic.nic import FrameKind, Nic
+from traffic.patterns import FRAME_OVERHEAD
 
 PROGRESS_S = 0.25  # wall time between progress lines
 
@@ -57,7 +64,9 @@ class Endpoint:
         self.deadline_s = float(spec.get("timeout_s", 60.0))
         self.nic = Nic(nics.NicSettings.model_validate(spec.get("nic") or {}), self.line_bps,
                        self.scale, late_credit=True)
-        self.sock = afpacket.open_socket(self.iface, ignore_outgoing=True)
+        self.sock = afpacket.open_socket(self.iface, ignore_outgoing=True, timestamps=True)
+        self.ingress_lag = Lateness()  # kernel receive stamp -> taken, per batch
+        self.mtu_frame_s = (self.nic.settings.roce.mtu + FRAME_OVERHEAD) * 8 / self.line_bps
         self.udp_guard = _hold_roce_port()
         self.paths: dict[str, hostnet.Path] = {}
         for f in spec.get("send", []):
@@ -112,8 +121,12 @@ class Endpoint:
     def _receive(self, now: float) -> None:
         """Hand every frame the socket holds to the NIC; what it does not consume (ARP,
         anything not RoCE for its QPs) is the host kernel's, which sees it anyway."""
-        while (got := afpacket.recv_frame(self.sock)) is not None:
-            frame, kind = got
+        first = True
+        while (got := afpacket.recv_stamped(self.sock)) is not None:
+            frame, kind, stamp = got
+            if first and stamp is not None:  # the batch's oldest frame: its wait is the lag
+                self.ingress_lag.record(max(0.0, time.time() - stamp))
+            first = False
             if kind == socket.PACKET_OUTGOING:  # kernels that ignore PACKET_IGNORE_OUTGOING
                 continue
             self.nic.receive(frame, now)
@@ -137,7 +150,8 @@ class Endpoint:
         _, drops = afpacket.statistics(self.sock)
         self.kernel_drops += drops
         return {**self.nic.results(t0, now, timed_out),
-                "kernel_rx_drops": self.kernel_drops, "tx_errors": self.tx_errors}
+                "kernel_rx_drops": self.kernel_drops, "tx_errors": self.tx_errors,
+                "ingress_lag": self.ingress_lag.as_dict(), "mtu_frame_s": self.mtu_frame_s}
 
 
 def _hold_roce_port() -> socket.socket:

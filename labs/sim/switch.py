@@ -90,7 +90,8 @@ class SimSwitch:
         touched = self.switch.take_touched()
         touched.add(port)
         self._arm(touched)
-        self._arm_tick()
+        # no _arm_tick: a departure only ends timers (an XON stops a refresh); a tick left
+        # armed for one finds nothing to do and re-arms from next_timer
 
     def _arm_tick(self) -> None:
         """The tick at ``Switch.next_timer`` (at once when it is due already), unless the

@@ -37,11 +37,12 @@ def namespaces(name: str) -> list[str]:
     return [n for n in netns.listnetns() if n.startswith(f"{name}-")]
 
 
-def check(spec: Path, results: Path, k: str | None = None) -> subprocess.CompletedProcess:
-    """``invoke check`` exactly as a user types it."""
+def check(spec: Path, results: Path, k: str | None = None,
+          reuse: bool = False) -> subprocess.CompletedProcess:
+    """``invoke check`` exactly as a user types it (``reuse``: on a lab whose files changed)."""
     argv = [sys.executable, "-m", "invoke", "check", str(spec), "--results", str(results)]
-    return subprocess.run(argv + (["-k", k] if k else []), cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+    argv += (["-k", k] if k else []) + (["--reuse"] if reuse else [])
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
 def summary(results: Path) -> dict:
@@ -80,10 +81,16 @@ def test_check_brings_the_default_lab_up_passes_and_takes_it_down(tmp_path):
     name, results = lab_name(path), tmp_path / "results"
     try:
         proc = check(path, results)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        # 3: some congestion checks had no verdict, the emulation having lost fidelity on a
+        # busy machine; never a failure, and each says so
+        assert proc.returncode in (0, 3), proc.stdout[-3000:] + proc.stderr[-2000:]
         got = summary(results)
         assert got["lab"] == name and got["runtime"] == "netns"
         assert got["counts"]["failed"] == got["counts"]["error"] == 0
+        inconclusive = {c["name"] for c in got["checks"] if c["outcome"] == "inconclusive"}
+        assert (proc.returncode == 3) == bool(inconclusive)
+        assert all(f"[INCONCLUSIVE] {n}: INCONCLUSIVE: the emulation lost fidelity" in
+                   proc.stdout for n in inconclusive)
         names = {c["name"] for c in got["checks"]}
         for expected in ("test_v1_stays_in_its_l2_domain[h1@Vlan100]",
                          "test_v1_stays_in_its_l2_domain[h3@Vlan200]",
@@ -99,8 +106,8 @@ def test_check_brings_the_default_lab_up_passes_and_takes_it_down(tmp_path):
                          "test_headroom_too_small_drops", "test_pfc_storm_watchdog",
                          "test_dscp_mismatch[hosts]", "test_dscp_mismatch[negative-control]"):
             assert expected in names
-            assert f"[PASS] {expected}" in verdicts(proc)
-        assert f"checks: {len(names)} passed, 0 failed" in proc.stdout
+            assert f"[PASS] {expected}" in verdicts(proc) or expected in inconclusive
+        assert "passed, 0 failed" in proc.stdout
         assert (results / "junit.xml").is_file() and (results / "domains.json").is_file()
         assert all(c["evidence"] for c in got["checks"])  # probes, counters, pcaps
         assert list(results.glob("*/*-pcap/*.pcapng"))
@@ -109,7 +116,7 @@ def test_check_brings_the_default_lab_up_passes_and_takes_it_down(tmp_path):
         assert incast["fidelity"] is not None and len(incast["plots"]) == 3
         assert all((results / p).read_bytes().startswith(b"\x89PNG") for p in incast["plots"])
         report = (results / "summary.md").read_text()
-        assert "All " in report and "(congestion/lossless/queues.png)" in report
+        assert ("All " in report or inconclusive) and "(congestion/lossless/queues.png)" in report
         assert list(results.glob("congestion/lossless/pcap/*.pcapng"))
         # v2 across racks: leaf, spine, leaf each took 1 off the TTL
         (cross,) = probes(results, "*/*v2-h1-h3-dscp26-probe.json")[:1]
@@ -126,7 +133,7 @@ def test_v1_l2_lab_passes_then_a_check_fails_when_the_fabric_outgrows_its_config
     lab = labs.up(str(path))
     try:
         results = tmp_path / "agree"
-        proc = check(path, results, k="not congestion")  # the default lab's test runs those
+        proc = check(path, results, k="roce_domains")  # the default lab's test runs the rest
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
         domains = json.loads((results / "domains.json").read_text())
         assert [(d["name"], d["hosts"]) for d in domains] == [
@@ -146,7 +153,7 @@ def test_v1_l2_lab_passes_then_a_check_fails_when_the_fabric_outgrows_its_config
         edit_config(path, "leaf1", route_the_trunk)
         assert l2.domain_of(topology.load(path), "h1").hosts == {"h1", "h2"}
         results = tmp_path / "drift"
-        proc = check(path, results, k="v1_to_another")
+        proc = check(path, results, k="v1_to_another", reuse=True)  # the lab as it runs
         assert proc.returncode == 1, proc.stdout[-3000:]
         (line,) = [v for v in verdicts(proc) if "[h1@Vlan100]" in v]
         assert re.fullmatch(
@@ -192,11 +199,15 @@ def test_classification_follows_the_config_and_fails_when_the_fabric_does_not(tm
         hops = [hop for exp in probes(results, "*/*-expected.json") for hop in exp["per_hop"]]
         assert hops and {(h["tc"], h["pg"], h["queue"]) for h in hops} == {(0, 0, 0)}
 
-        # The configs on disk say 26 -> TC 3 again, the running switches still say TC 0
+        # The configs on disk say 26 -> TC 3 again, the running switches still say TC 0: a
+        # check refuses a lab that no longer runs its files, and with --reuse it fails
         for switch in ("leaf1", "leaf2", "spine1", "spine2"):
             edit_config(path, switch, dscp26_to("3"))
+        proc = check(path, tmp_path / "stale", k="dscp26")
+        assert proc.returncode == 1 and not verdicts(proc)
+        assert f"lab {name} is stale: " in proc.stderr, proc.stderr
         results = tmp_path / "drift"
-        proc = check(path, results, k="dscp26")
+        proc = check(path, results, k="dscp26", reuse=True)
         assert proc.returncode == 1, proc.stdout[-3000:]
         fails = [v for v in verdicts(proc) if v.startswith("[FAIL]")]
         assert len(fails) == 2, proc.stdout[-3000:]

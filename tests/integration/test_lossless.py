@@ -139,6 +139,9 @@ def test_incast_with_pfc_loses_nothing_and_pauses_upstream(up):
     pfc = [s for s in capture.frames(lambda f: parse_pfc(f) is not None)
            if s.node == "leaf1" and s.direction == "out"]
     assert sum(r["sent"] for r in senders.values()) == len(SENDERS) * count
+    lost = [f"{n}: {p}" for n, c in counters.items() for p in c["fidelity"]["problems"]]
+    if lost:  # no verdict: the agents fell behind (a busy machine), as the checks report it
+        pytest.skip(f"INCONCLUSIVE: the emulation lost fidelity ({'; '.join(lost[:3])})")
     assert len(at_h1) == len(SENDERS) * count
     assert {s.info.psn for s in at_h1 if s.info.src == "10.1.1.12"} == set(range(count))
     for node, c in counters.items():
