@@ -682,14 +682,15 @@ def _clear_task(view: str):
     def clear_view(c, lab=""):
         try:
             with _using(lab) as handle:
-                counters = {s.name: handle.agent(s.name).counters()
-                            for s in handle.topology.switches}
-                show.save_snapshots(states.lab_dir(handle.name), counters)
+                n = show.clear(handle, view, states.lab_dir(handle.name))
         except USER_ERRORS as e:
             raise _fail(e) from None
-        console.print(f"{view} cleared on {len(counters)} switches of {handle.name}: "
-                      f"show.{view} prints deltas since now")
-    clear_view.__doc__ = (f"Snapshot every switch's counters: show.{view} (and every other "
+        console.print(f"{view} cleared on {n} switches of {handle.name}: show.{view} "
+                      + ("prints peaks from now" if view in show.WATERMARKS
+                         else "prints deltas since now"))
+    clear_view.__doc__ = (f"Reset every switch's {view.replace('-', ' ')}s to now."
+                          if view in show.WATERMARKS else
+                          f"Snapshot every switch's counters: show.{view} (and every other "
                           "clearable view) then prints deltas since this moment.")
     return clear_view
 
@@ -745,7 +746,8 @@ VIEW_DOCS = {
 }
 show_tasks = Collection("show", show_nic_counters,
                         *(_show_task(v, VIEW_DOCS[v]) for v in show.VIEWS))
-clear_tasks = Collection("clear", *(_clear_task(v) for v in show.CLEARABLE))
+clear_tasks = Collection("clear", *(_clear_task(v) for v in (*show.CLEARABLE,
+                                                               *show.WATERMARKS)))
 
 
 # --------------------------------------------------------------------------- actions

@@ -276,6 +276,9 @@ class Agent:
                 port.kernel_drops = port.ring.truncated = 0
                 port.ingress_lag = Lateness()
             return {"ok": True}
+        if cmd == "clear_watermarks":
+            self.switch.clear_watermarks(request["kind"])
+            return {"ok": True}
         if cmd == "pfc_watchdog":
             self.switch.set_watchdog_profile(request["profile"])
             return {"ok": True}

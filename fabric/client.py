@@ -48,6 +48,10 @@ class AgentClient:
     def set_port(self, port: str, up: bool) -> None:
         self.request("port", port=port, up=up)
 
+    def clear_watermarks(self, kind: str) -> None:
+        """Peaks (``queue`` or ``pg``) start again from now, as sonic-clear does."""
+        self.request("clear_watermarks", kind=kind)
+
     def clear_fidelity(self) -> None:
         """Restart the fidelity figures (lateness, bytes after XOFF, kernel drops), so the
         next ``counters`` judge only what happened since."""

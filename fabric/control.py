@@ -111,6 +111,11 @@ def _check(cmd: str, name: str, value: object, ports: Collection[str],
         return _port(value, ports) if name == "port" else _up(value)
     if name == "profile":
         return _profile(value)
+    if name == "kind":
+        if value not in WATERMARK_KINDS:
+            raise RequestError(f"kind must be one of {', '.join(WATERMARK_KINDS)}, "
+                               f"not {SHORT.repr(value)}")
+        return value
     if name == "path":
         return _path(value)
     if name == "interval_ms":
@@ -124,6 +129,7 @@ def _check(cmd: str, name: str, value: object, ports: Collection[str],
     return int(_number(name, value, MIN_MAX_BYTES, limits.max_bytes))
 
 
+WATERMARK_KINDS = ("queue", "pg")
 # command -> (required fields, optional fields)
 COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ping": ((), ()),
@@ -133,6 +139,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "trace": (("path",), ("interval_ms", "ports", "max_seconds", "max_bytes")),
     "trace_stop": ((), ()),
     "pfc_watchdog": (("profile",), ()),  # the watchdogs' time profile (fabric.model.watchdog)
+    "clear_watermarks": (("kind",), ()),  # queue or pg (sonic-clear ... watermark)
 }
 
 

@@ -4,8 +4,9 @@ counters named as mlx5 names them, from the endpoints' results.
 
 SONiC's ``clear`` commands keep a snapshot and later shows print deltas against it; so do
 these (``delta``): counters that only grow are shown since the snapshot, gauges (queue
-depth) as they are now. Watermarks are peaks the switch keeps since it started, with no
-reset in rocelab's agent: they are shown as they are, and cannot be cleared.
+depth) as they are now. Watermarks are peaks, which a delta cannot undo: clearing them
+resets the switch's peaks to the occupancy of now (``sonic-clear queue|priority-group
+watermark``), through the agent's ``clear_watermarks``.
 
 Each view is a list of rows (``dict``s in column order), so that a task prints them as a
 table and an exercise's self-check asserts on them.
@@ -22,6 +23,7 @@ Rows = list[dict]
 VIEWS = ("pfc-counters", "queue-counters", "queue-watermark", "pg-watermark", "pfcwd-stats",
          "interfaces-counters")
 CLEARABLE = ("pfc-counters", "queue-counters", "pfcwd-stats", "interfaces-counters")
+WATERMARKS = {"queue-watermark": "queue", "pg-watermark": "pg"}  # view -> what the switch resets
 # The mlx5 name of each NIC counter and where rocelab's endpoint keeps it: (side, field).
 # Sides: the receiver's QP ("receiver"), the sender's ("sender"), the host ("host").
 MLX5 = (
@@ -199,6 +201,18 @@ def save_snapshots(folder: Path, counters: dict[str, dict]) -> list[Path]:
         path.write_text(json.dumps(c) + "\n")
         paths.append(path)
     return paths
+
+
+def clear(lab, view: str, folder: Path) -> int:
+    """``clear.<view>`` on every switch of ``lab``: a counters snapshot, or the
+    watermarks reset in the switches themselves; how many switches."""
+    switches = [s.name for s in lab.topology.switches]
+    if view in WATERMARKS:
+        for switch in switches:
+            lab.agent(switch).clear_watermarks(WATERMARKS[view])
+    else:
+        save_snapshots(folder, {s: lab.agent(s).counters() for s in switches})
+    return len(switches)
 
 
 def load_snapshots(folder: Path, switches: Iterable[str]) -> dict[str, dict]:

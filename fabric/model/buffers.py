@@ -430,6 +430,15 @@ class IngressBuffers:
             for buffer in buffers:
                 buffer.after_xoff_max = 0
 
+    def clear_watermarks(self) -> None:
+        """Peaks start again from the occupancy of now (``sonic-clear priority-group
+        watermark``): of each PG (used, shared, headroom) and of each pool."""
+        for buffers in self._pgs.values():
+            for b in buffers:
+                b.peak, b.shared_peak, b.headroom_peak = b.used, b.shared, b.headroom_used
+        for pool in self.pools.values():
+            pool.peak, pool.headroom_peak = pool.used, pool.headroom_used
+
     def headroom_use(self) -> list[HeadroomUse]:
         """Every lossless PG's worst XOFF episode against its headroom."""
         return [HeadroomUse(b.port, b.pg, b.headroom, b.after_xoff_max, b.headroom_peak,

@@ -324,6 +324,20 @@ class Switch:
             port.egress.scheduler.lateness = Lateness()
         self._buffers.clear_fidelity()
 
+    def clear_watermarks(self, kind: str) -> None:
+        """``queue``: each egress queue's deepest so far becomes its depth now; ``pg``: the
+        ingress PGs' and pools' peaks likewise (``sonic-clear queue|priority-group
+        watermark``)."""
+        if kind == "queue":
+            for port in self._ports.values():
+                scheduler = port.egress.scheduler
+                scheduler.depth_peak = [scheduler.depth_bytes(q)
+                                        for q in range(len(scheduler.depth_peak))]
+        elif kind == "pg":
+            self._buffers.clear_watermarks()
+        else:
+            raise ValueError(f"watermark kind {kind!r} is not queue or pg")
+
     def set_port_up(self, port: str, up: bool) -> None:
         """Admin (or link) state change: a down port neither receives nor transmits, its
         FDB entries are flushed, routes through it are withdrawn (ECMP shrinks to the

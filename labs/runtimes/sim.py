@@ -48,6 +48,9 @@ class SimAgent:
     def clear_fidelity(self) -> None:
         self.switch.switch.clear_fidelity()
 
+    def clear_watermarks(self, kind: str) -> None:
+        self.switch.switch.clear_watermarks(kind)
+
     def pfc_watchdog(self, profile: str) -> None:
         self.switch.set_watchdog_profile(profile)
 

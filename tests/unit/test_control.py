@@ -71,6 +71,9 @@ T = TypeVar("T")
     (b'{"cmd": "pfc_watchdog", "profile": null}', "profile must be one of"),
     (b'{"cmd": "pfc_watchdog", "profile": "x' + b"y" * 5000 + b'"}', "profile must be one of"),
     (b'{"cmd": "pfc_watchdog", "profile": "fabric", "port": "Ethernet0"}', "unknown field"),
+    (b'{"cmd": "clear_watermarks"}', "missing field"),
+    (b'{"cmd": "clear_watermarks", "kind": "buffer"}', "kind must be one of queue, pg"),
+    (b'{"cmd": "clear_watermarks", "kind": ["pg"]}', "kind must be one of queue, pg"),
     (b"{", "not JSON"),
     (b"garbage", "not JSON"),
     (b"", "not JSON"),
@@ -97,6 +100,9 @@ def test_a_well_formed_request_comes_back_checked():
         "max_seconds": 60, "max_bytes": 4096}
     assert parse_request(b'{"cmd": "trace", "path": "/r/t", "ports": null}', PORTS,
                          LIMITS)["ports"] is None
+    for kind in ("queue", "pg"):
+        raw = json.dumps({"cmd": "clear_watermarks", "kind": kind}).encode()
+        assert parse_request(raw, PORTS, LIMITS) == {"cmd": "clear_watermarks", "kind": kind}
     for profile in WATCHDOG_PROFILES:
         raw = json.dumps({"cmd": "pfc_watchdog", "profile": profile}).encode()
         assert parse_request(raw, PORTS, LIMITS) == {"cmd": "pfc_watchdog", "profile": profile}

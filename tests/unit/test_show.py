@@ -60,11 +60,20 @@ def test_interfaces_rx_ok_and_drops_add_up(ran):
         assert row["RX_OK"] + row["RX_DRP"] == entry["rx_packets"]
 
 
-def test_watermarks_are_not_cleared(ran):
-    _, before, after, _ = ran
+def test_watermarks_are_kept_by_a_snapshot_and_reset_by_their_clear(ran, tmp_path):
+    lab, before, after, _ = ran
     plain = show.view("queue-watermark", after)
-    assert show.view("queue-watermark", after, before) == plain
+    assert show.view("queue-watermark", after, before) == plain  # a delta cannot undo a peak
     assert any(v for r in plain for k, v in r.items() if k.startswith("UC"))
+    pg_peaks = show.view("pg-watermark", after)
+    for view in ("queue-watermark", "pg-watermark"):
+        assert show.clear(lab, view, tmp_path) == len(after)
+    cleared = {s: lab.agent(s).counters() for s in after}
+    # the incast is over: every queue and PG is empty now, so every peak starts at 0
+    assert not any(v for r in show.view("queue-watermark", cleared)
+                   for k, v in r.items() if k.startswith("UC"))
+    assert show.view("pg-watermark", cleared) != pg_peaks
+    assert not list(tmp_path.iterdir())  # reset in the switches, no snapshot taken
 
 
 def test_pfcwd_stats_one_row_per_watched_queue(ran):
