@@ -12,25 +12,22 @@ simulator cannot model is refused in one line), ``down`` closes open traces.
 """
 from __future__ import annotations
 
-import ipaddress
 import random
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from labs.lab import LinkStatus, NodeStatus, Ping
+from labs.lab import LinkStatus, NodeStatus
 from labs.runtimes.netns import LabError
 from labs.sim.engine import PS, to_ps
 from labs.sim.flows import SimRunning, SimStorm
-from labs.sim.host import HOST_TTL, SimError, SimHost
+from labs.sim.hostconfig import SimError
+from labs.sim.hosts import SimHosts
 from labs.sim.network import SimNetwork, derived_seed
 from labs.sim.switch import SimSwitch
 from labs import topology
 from labs.topology import DEFAULT_TIME_SCALE, Topology
 from traffic.capture import Direction, PcapFiles, Sighting
-
-PING_WAIT_S = 2.0  # wall seconds a live ping waits (-W 2): the same fabric time here
-
 
 class SimAgent:
     """The calls ``fabric.client.AgentClient`` makes of a live agent, on a simulated switch."""
@@ -66,7 +63,7 @@ class SimAgent:
         return self.switch.trace_stop()
 
 
-class SimLab:
+class SimLab(SimHosts):
     runtime_name = "sim"
 
     def __init__(self, topo: Topology, time_scale: float = 1.0, seed: int = 0) -> None:
@@ -78,7 +75,6 @@ class SimLab:
         self.time_scale = time_scale
         # the S a live run of this lab uses: wall times given by its callers map through it
         self.live_scale = max((n.time_scale for n in topo.switches), default=DEFAULT_TIME_SCALE)
-        self._ident = 0
         self.rng = random.Random(derived_seed(seed, "flows"))  # start jitter
 
     @property
@@ -149,84 +145,9 @@ class SimLab:
 
     # --- hosts ----------------------------------------------------------------------------
 
-    def _host(self, name: str) -> SimHost:
-        host = self.net.hosts.get(name)
-        if host is None:
-            raise LabError(f"lab {self.name} has no host {name!r}")
-        return host
-
     def exec(self, node: str, argv: list[str], timeout: float | None = None):
         raise LabError(f"the sim runtime runs no commands in nodes ({node}: {' '.join(argv)}); "
                        "use the live runtime (--runtime netns) for that")
-
-    def host_addresses(self) -> dict[str, str]:
-        return {name: str(h.address.ip) for name, h in self.net.hosts.items() if h.address}
-
-    def host_interfaces(self) -> dict[str, list[ipaddress.IPv4Interface]]:
-        return {name: list(h.config.addresses.values()) for name, h in self.net.hosts.items()}
-
-    def default_gateway(self, host: str) -> str | None:
-        gateway = self._host(host).config.gateway
-        return None if gateway is None else str(gateway)
-
-    def mac(self, host: str, iface: str) -> str:
-        return ":".join(f"{b:02x}" for b in self._host(host).macs[iface])
-
-    def host_iface(self, host: str, ip: str) -> str:
-        for iface, address in self._host(host).config.addresses.items():
-            if str(address.ip) == ip:
-                return iface
-        raise LabError(f"{host} has no address {ip}")
-
-    def route(self, host: str, dst_ip: str) -> tuple[str, str | None]:
-        """(interface, gateway or None when on-link) ``host`` uses toward ``dst_ip``."""
-        hop = self._host(host).route(int(ipaddress.IPv4Address(dst_ip)))
-        if hop is None:
-            raise LabError(f"{host} has no route to {dst_ip}")
-        nh = str(ipaddress.IPv4Address(hop[1]))
-        return hop[0], None if nh == dst_ip else nh
-
-    def neighbour(self, host: str, iface: str, ip: str) -> str | None:
-        """``host``'s MAC for ``ip``, resolving it (an echo) when it has none yet."""
-        sim = self._host(host)
-        key = int(ipaddress.IPv4Address(ip))
-        if key not in sim.neighbours:
-            self._echo(sim, ip, HOST_TTL)
-        mac = sim.neighbours.get(key)
-        return None if mac is None else ":".join(f"{b:02x}" for b in mac)
-
-    def _echo(self, host: SimHost, ip: str, ttl: int):
-        self._ident = (self._ident + 1) & 0xFFFF
-        key = (self._ident, 1)
-        if not host.ping(ip, *key, ttl=ttl):
-            return None
-        deadline = self.engine.now_ps + to_ps(self.sim_s(PING_WAIT_S))
-        self.engine.run(deadline, stop=lambda: key in host.replies)
-        return host.replies.pop(key, None)
-
-    def ping(self, src: str, dst: str, dst_ip: str, count: int = 2) -> Ping:
-        host = self._host(src)
-        replies = [self._echo(host, dst_ip, HOST_TTL) for _ in range(count)]
-        got = [r for r in replies if r is not None and r.kind == "reply"]
-        return Ping(src, dst, dst_ip, len(got) == count,
-                    HOST_TTL - got[-1].ttl if got else None)
-
-    def ping_all(self) -> list[Ping]:
-        addrs = self.host_addresses()
-        return [self.ping(s, d, addrs[d]) for s in addrs for d in addrs if s != d]
-
-    def trace(self, src: str, dst_ip: str, max_hops: int = 8) -> list[str]:
-        host, hops = self._host(src), []
-        for ttl in range(1, max_hops + 1):
-            reply = self._echo(host, dst_ip, ttl)
-            if reply is None:
-                hops.append("*")
-            elif reply.kind == "time-exceeded":
-                hops.append(reply.from_ip)
-            else:
-                hops.append(dst_ip)
-                return hops
-        return hops
 
     # --- frames ---------------------------------------------------------------------------
 
@@ -270,13 +191,6 @@ class SimLab:
         live)."""
         self._host(host)
         return SimStorm(self, host, priority, seconds)
-
-    def next_hop_mac(self, host: str, ip: str) -> str:
-        iface, gateway = self.route(host, ip)
-        mac = self.neighbour(host, iface, gateway or ip)
-        if mac is None:
-            raise LabError(f"{host} cannot resolve the next hop toward {ip} (no ARP reply)")
-        return mac
 
 
 class SimCapture:

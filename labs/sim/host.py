@@ -1,87 +1,42 @@
-"""A host in virtual time: the small part of a Linux stack a lab's checks use (ARP, ICMP
-echo and errors, one address and a default route per the topology's ``exec`` lines) and the
-project's NIC core (``traffic.nic.Nic``) on its wire, driven as the live endpoint drives it.
+"""A host in virtual time: the small part of a Linux stack a lab's checks use, for IPv4 and
+IPv6 side by side (ARP and neighbour discovery, ICMP and ICMPv6 echo, time exceeded for
+traceroutes; the addresses and default routes of ``labs.sim.hostconfig``) and the project's
+NIC core (``traffic.nic.Nic``) on its wire, driven as the live endpoint drives it.
 
-Only ``exec`` lines whose effect the simulator models are accepted (``ip addr add``, ``ip
-route add|replace default via``, ``ip link set ... up``); anything else is refused before
-the run starts, naming the node and the line: a lab the simulator cannot model says so.
+Next hops are resolved as a kernel does: packets wait while an ARP request or a neighbour
+solicitation (to the solicited-node group) is retried, and are dropped when it goes
+unanswered. A host answers ARP and NS for its own addresses (IPv6: its link-local one too)
+and learns whoever asks.
 """
 from __future__ import annotations
 
-import hashlib
 import ipaddress
-import shlex
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fabric.model.frames import (
-    ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4, ICMP_ECHO_REPLY,
-    ICMP_ECHO_REQUEST, ICMP_TIME_EXCEEDED, IPPROTO_ICMP, ZERO_MAC, arp_packet, ethernet_frame,
-    icmp_echo_reply, icmp_message, ipv4_packet, parse_arp,
+    ALL_NODES6, ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6,
+    ICMP_ECHO_REPLY, ICMP_ECHO_REQUEST, ICMP_TIME_EXCEEDED, ICMPV6_ECHO_REPLY,
+    ICMPV6_ECHO_REQUEST, ICMPV6_TIME_EXCEEDED, IPPROTO_ICMP, IPPROTO_ICMPV6, IPV6_HEADER_LEN,
+    NA_OVERRIDE, NA_SOLICITED, NDP_HOP_LIMIT, NDP_NA, NDP_NS, ZERO_MAC, arp_packet,
+    ethernet_frame, icmp_echo_reply, icmp_message, icmpv6_echo_reply, icmpv6_message,
+    icmpv6_valid, ipv4_packet, ipv6_packet, link_local6, multicast_mac6, neighbor_advertisement,
+    neighbor_solicitation, parse_arp, parse_ndp, solicited_node6,
 )
 from labs.sim.engine import Engine, to_ps
+from labs.sim.hostconfig import HostConfig, IPAddress, IPInterface
 from labs.sim.wire import Wire
 
-ARP_RETRY_S = 1e-3  # fabric time between ARP requests for an unresolved next hop
+ARP_RETRY_S = 1e-3  # fabric time between ARP requests / NS for an unresolved next hop
 ARP_TRIES = 3
-HOST_TTL = 64
-
-
-class SimError(ValueError):
-    """A lab the simulator cannot model, or an operation it cannot do (one line)."""
-
-
-@dataclass
-class HostConfig:
-    """What a host's ``exec`` lines configure."""
-
-    addresses: dict[str, ipaddress.IPv4Interface] = field(default_factory=dict)  # iface ->
-    gateway: ipaddress.IPv4Address | None = None
-
-
-def host_config(node: str, lines: tuple[str, ...], ifaces: list[str]) -> HostConfig:
-    """Read a host's ``exec`` lines; refuse what the simulator would silently ignore."""
-    config = HostConfig()
-    for n, line in enumerate(lines, 1):
-        where = f"node {node}: exec[{n}] {line!r}"
-        try:
-            argv = shlex.split(line)
-        except ValueError as e:
-            raise SimError(f"{where}: {e}") from None
-        if argv[:3] == ["ip", "addr", "add"] or argv[:4] == ["ip", "address", "add"]:
-            rest = argv[3:] if argv[1] == "addr" else argv[4:]
-            if rest and ":" in rest[0]:  # before the shape: IPv6 lines carry nodad & co.
-                raise SimError(f"{where}: IPv6 hosts are not modelled by the simulator yet "
-                               "(no neighbour discovery or ICMPv6); run this lab live")
-            if len(rest) != 3 or rest[1] != "dev" or rest[2] not in ifaces:
-                raise SimError(f"{where}: expected 'ip addr add A.B.C.D/N dev <wired iface>'")
-            try:
-                address = ipaddress.ip_interface(rest[0])
-            except ValueError as e:
-                raise SimError(f"{where}: {e}") from None
-            if rest[2] in config.addresses:
-                raise SimError(f"{where}: one address per interface is modelled")
-            config.addresses[rest[2]] = address
-        elif argv[:2] == ["ip", "route"] and len(argv) == 6 and argv[2] in ("add", "replace") \
-                and argv[3] == "default" and argv[4] == "via":
-            config.gateway = ipaddress.IPv4Address(argv[5])
-        elif argv[:3] == ["ip", "link", "set"] and argv[-1] == "up":
-            continue
-        else:
-            raise SimError(f"{where}: not modelled by the simulator (it models ip addr add, "
-                           "ip route add|replace default via, ip link set ... up)")
-    return config
-
-
-def host_mac(lab: str, node: str, iface: str) -> bytes:
-    """A stable, locally administered unicast MAC for a host interface."""
-    digest = hashlib.sha256(f"{lab}/{node}/{iface}".encode()).digest()
-    return bytes([0x02]) + digest[:5]
+HOST_TTL = 64  # Linux's initial TTL and IPv6 hop limit
+ECHO_DATA = bytes(56)  # ping's default payload size
+ETHERTYPE = {4: ETH_P_IPV4, 6: ETH_P_IPV6}
 
 
 @dataclass
 class PingReply:
-    ttl: int
+    ttl: int  # the reply's TTL or hop limit
     from_ip: str
     kind: str  # "reply" | "time-exceeded"
     at_ps: int
@@ -98,9 +53,20 @@ class SimHost:
         self.macs = macs
         self.wires: dict[str, Wire] = {}
         self.arp_retry_ps = to_ps(ARP_RETRY_S * time_scale)
-        self.neighbours: dict[int, bytes] = {}  # IPv4 (int) -> MAC
-        self._waiting: dict[int, list[tuple[str, bytes]]] = {}  # unresolved: (iface, packet)
+        self.neighbours: dict[IPAddress, bytes] = {}  # IPv4 or IPv6 address -> MAC
+        self._waiting: dict[IPAddress, list[tuple[str, bytes]]] = {}  # unresolved: (iface, packet)
         self.replies: dict[tuple[int, int], PingReply] = {}  # (ident, seq) -> what came back
+        # IPv6: each interface's addresses (its global one and fe80:: from its MAC) as ints,
+        # and the multicast MACs it listens on (all-nodes, its solicited-node groups)
+        self._mine6: dict[str, set[int]] = {}
+        self._groups6: dict[str, set[bytes]] = {}
+        for iface, mac in macs.items():
+            ips = {link_local6(mac)}
+            if iface in config.addresses[6]:
+                ips.add(int(config.addresses[6][iface].ip))
+            self._mine6[iface] = ips
+            self._groups6[iface] = {multicast_mac6(ALL_NODES6),
+                                    *(multicast_mac6(solicited_node6(ip)) for ip in ips)}
         self.nic = None  # a traffic.nic.Nic while flows run (labs.runtimes.sim)
         self.nic_iface: str | None = None
         self._nic_wake: tuple[int, int] | None = None  # (time, generation)
@@ -108,8 +74,9 @@ class SimHost:
         self.seen = 0  # frames received
 
     @property
-    def address(self) -> ipaddress.IPv4Interface | None:
-        return next(iter(self.config.addresses.values()), None)
+    def address(self) -> IPInterface | None:
+        """The host's address as a live one reports it: its first IPv4, else first IPv6."""
+        return next(iter(self.config.interfaces()), None)
 
     # --- receiving --------------------------------------------------------------------
 
@@ -119,52 +86,106 @@ class SimHost:
                 and self.nic.receive(frame, self.engine.now):
             self.kick()
             return
-        mac = self.macs[iface]
-        if frame[0:6] not in (mac, BROADCAST_MAC) or len(frame) < 14:
+        dst = frame[0:6]
+        if len(frame) < 14 or dst != self.macs[iface] and dst != BROADCAST_MAC \
+                and dst not in self._groups6[iface]:
             return
         ethertype = frame[12] << 8 | frame[13]
         if ethertype == ETH_P_ARP:
             self._arp_in(iface, frame)
         elif ethertype == ETH_P_IPV4:
             self._ipv4_in(iface, frame)
+        elif ethertype == ETH_P_IPV6:
+            self._ipv6_in(iface, frame)
+
+    def _learned(self, ip: IPAddress, mac: bytes) -> None:
+        """A neighbour's MAC: record it and send what waited for it."""
+        self.neighbours[ip] = mac
+        for out_iface, packet in self._waiting.pop(ip, []):
+            self._wire(out_iface, ethernet_frame(mac, self.macs[out_iface],
+                                                 ETHERTYPE[ip.version], packet))
 
     def _arp_in(self, iface: str, frame: bytes) -> None:
         arp = parse_arp(frame, 14)
-        mine = self.config.addresses.get(iface)
+        mine = self.config.addresses[4].get(iface)
         if arp is None or mine is None:
             return
-        self.neighbours[arp.spa] = arp.sha
         if arp.op == ARP_REQUEST and arp.tpa == int(mine.ip):
             reply = arp_packet(ARP_REPLY, self.macs[iface], int(mine.ip), arp.sha, arp.spa)
             self._wire(iface, ethernet_frame(arp.sha, self.macs[iface], ETH_P_ARP, reply,
                                              pad=True))
-        for out_iface, packet in self._waiting.pop(arp.spa, []):
-            self._wire(out_iface, ethernet_frame(arp.sha, self.macs[out_iface], ETH_P_IPV4,
-                                                 packet))
+        self._learned(ipaddress.IPv4Address(arp.spa), arp.sha)
 
     def _ipv4_in(self, iface: str, frame: bytes) -> None:
-        mine = self.config.addresses.get(iface)
+        mine = self.config.addresses[4].get(iface)
         packet = frame[14:]
         if mine is None or len(packet) < 28 or packet[9] != IPPROTO_ICMP \
                 or int.from_bytes(packet[16:20], "big") != int(mine.ip):
             return
-        header = (packet[0] & 0x0F) * 4
-        icmp = packet[header:]
-        src = int.from_bytes(packet[12:16], "big")
+        icmp = packet[(packet[0] & 0x0F) * 4:]
+        src = ipaddress.IPv4Address(packet[12:16])
         if icmp[0] == ICMP_ECHO_REQUEST:
-            self.send_ip(src, ipv4_packet(int(mine.ip), src, IPPROTO_ICMP,
+            self.send_ip(src, ipv4_packet(int(mine.ip), int(src), IPPROTO_ICMP,
                                           icmp_echo_reply(icmp)))
         elif icmp[0] == ICMP_ECHO_REPLY and len(icmp) >= 8:
-            ident, seq = struct.unpack_from("!HH", icmp, 4)
-            self.replies[ident, seq] = PingReply(packet[8], str(ipaddress.IPv4Address(src)),
-                                                 "reply", self.engine.now_ps)
+            self._answer(icmp[4:8], packet[8], src, "reply")
         elif icmp[0] == ICMP_TIME_EXCEEDED and len(icmp) >= 8 + 20 + 8:
-            quoted = icmp[8:]
-            inner = quoted[(quoted[0] & 0x0F) * 4:]
+            inner = icmp[8 + (icmp[8] & 0x0F) * 4:]
             if inner[0] == ICMP_ECHO_REQUEST:
-                ident, seq = struct.unpack_from("!HH", inner, 4)
-                self.replies[ident, seq] = PingReply(packet[8], str(ipaddress.IPv4Address(src)),
-                                                     "time-exceeded", self.engine.now_ps)
+                self._answer(inner[4:8], packet[8], src, "time-exceeded")
+
+    def _ipv6_in(self, iface: str, frame: bytes) -> None:
+        """ICMPv6 to one of this interface's addresses or groups: NS, NA, echo request and
+        reply, time exceeded quoting one of our echo requests; anything else is ignored."""
+        if len(frame) < 14 + IPV6_HEADER_LEN + 8 or frame[14] >> 4 != 6 \
+                or frame[20] != IPPROTO_ICMPV6:
+            return
+        length = frame[18] << 8 | frame[19]
+        icmp = 14 + IPV6_HEADER_LEN
+        dst = int.from_bytes(frame[38:54], "big")
+        if len(frame) < icmp + length or not icmpv6_valid(frame, icmp, length):
+            return
+        src = int.from_bytes(frame[22:38], "big")
+        kind, hlim = frame[icmp], frame[21]
+        if kind in (NDP_NS, NDP_NA):
+            ndp = parse_ndp(frame, icmp, length)
+            if ndp is not None and hlim == NDP_HOP_LIMIT:
+                self._ndp_in(iface, frame, src, ndp)
+            return
+        if dst not in self._mine6[iface]:
+            return
+        message = frame[icmp:icmp + length]
+        if kind == ICMPV6_ECHO_REQUEST:
+            self.send_ip(ipaddress.IPv6Address(src), ipv6_packet(
+                dst, src, IPPROTO_ICMPV6, icmpv6_echo_reply(dst, src, message)))
+        elif kind == ICMPV6_ECHO_REPLY:
+            self._answer(message[4:8], hlim, ipaddress.IPv6Address(src), "reply")
+        elif kind == ICMPV6_TIME_EXCEEDED and length >= 8 + IPV6_HEADER_LEN + 8:
+            inner = message[8:]
+            if inner[6] == IPPROTO_ICMPV6 and inner[IPV6_HEADER_LEN] == ICMPV6_ECHO_REQUEST:
+                at = IPV6_HEADER_LEN + 4
+                self._answer(inner[at:at + 4], hlim, ipaddress.IPv6Address(src),
+                             "time-exceeded")
+
+    def _ndp_in(self, iface: str, frame: bytes, src: int, ndp) -> None:
+        """An NS for one of our addresses gets an NA (solicited, override) back to the
+        asker, who is learned; an NA resolves its target (RFC 4861 7.2.4, 7.2.5)."""
+        mac = ndp.lladdr
+        if ndp.type == NDP_NS:
+            if ndp.target not in self._mine6[iface]:
+                return
+            if src and mac is not None:
+                reply = neighbor_advertisement(ndp.target, src, ndp.target, self.macs[iface],
+                                               NA_SOLICITED | NA_OVERRIDE)
+                self._wire(iface, ethernet_frame(frame[6:12], self.macs[iface], ETH_P_IPV6,
+                                                 reply))
+                self._learned(ipaddress.IPv6Address(src), mac)
+        elif mac is not None and not mac[0] & 1:
+            self._learned(ipaddress.IPv6Address(ndp.target), mac)
+
+    def _answer(self, ident_seq: bytes, ttl: int, src: IPAddress, kind: str) -> None:
+        self.replies[struct.unpack("!HH", ident_seq)] = PingReply(ttl, str(src), kind,
+                                                                  self.engine.now_ps)
 
     # --- sending ----------------------------------------------------------------------
 
@@ -173,61 +194,78 @@ class SimHost:
         if wire is not None:
             wire.send(frame)
 
-    def route(self, dst: int) -> tuple[str, int] | None:
-        """(interface, next hop) toward ``dst``: on-link, else the default gateway."""
-        ip = ipaddress.IPv4Address(dst)
-        for iface, address in self.config.addresses.items():
-            if ip in address.network:
+    def route(self, dst: IPAddress) -> tuple[str, IPAddress] | None:
+        """(interface, next hop) toward ``dst``: on-link, else its family's default
+        gateway."""
+        addresses = self.config.addresses[dst.version]
+        for iface, address in addresses.items():
+            if dst in address.network:
                 return iface, dst
-        gateway = self.config.gateway
+        gateway = self.config.gateways.get(dst.version)
         if gateway is None:
             return None
-        for iface, address in self.config.addresses.items():
+        for iface, address in addresses.items():
             if gateway in address.network:
-                return iface, int(gateway)
+                return iface, gateway
         return None
 
-    def send_ip(self, dst: int, packet: bytes) -> bool:
-        """Send an IPv4 packet, resolving the next hop by ARP first; False: no route."""
+    def source(self, iface: str, dst: IPAddress) -> IPInterface | None:
+        """The address a packet to ``dst`` leaves ``iface`` from: the interface's own of
+        ``dst``'s family."""
+        return self.config.addresses[dst.version].get(iface)
+
+    def send_ip(self, dst: IPAddress, packet: bytes) -> bool:
+        """Send an IP packet, resolving the next hop (ARP, NS) first; False: no route."""
         hop = self.route(dst)
         if hop is None:
             return False
         iface, next_hop = hop
         mac = self.neighbours.get(next_hop)
         if mac is not None:
-            self._wire(iface, ethernet_frame(mac, self.macs[iface], ETH_P_IPV4, packet))
+            self._wire(iface, ethernet_frame(mac, self.macs[iface], ETHERTYPE[dst.version],
+                                             packet))
             return True
         pending = self._waiting.setdefault(next_hop, [])
         pending.append((iface, packet))
         if len(pending) == 1:
-            self._arp_request(iface, next_hop, ARP_TRIES)
+            self._solicit(iface, next_hop, ARP_TRIES)
         return True
 
-    def _arp_request(self, iface: str, target: int, tries: int) -> None:
+    def _solicit(self, iface: str, target: IPAddress, tries: int) -> None:
+        """An ARP request (IPv4) or a neighbour solicitation to ``target``'s solicited-node
+        group (IPv6), retried until answered or ``tries`` are spent."""
         if target not in self._waiting:
             return  # resolved meanwhile
         if tries == 0:
             del self._waiting[target]  # unresolved: the packets are lost, as in a kernel
             return
-        mine = self.config.addresses[iface]
-        request = arp_packet(ARP_REQUEST, self.macs[iface], int(mine.ip), ZERO_MAC, target)
-        self._wire(iface, ethernet_frame(BROADCAST_MAC, self.macs[iface], ETH_P_ARP, request,
-                                         pad=True))
-        self.engine.after(self.arp_retry_ps, self._arp_request, iface, target, tries - 1)
+        mine, mac = self.source(iface, target), self.macs[iface]
+        if target.version == 4:
+            request = arp_packet(ARP_REQUEST, mac, int(mine.ip), ZERO_MAC, int(target))
+            frame = ethernet_frame(BROADCAST_MAC, mac, ETH_P_ARP, request, pad=True)
+        else:
+            frame = ethernet_frame(multicast_mac6(solicited_node6(int(target))), mac,
+                                   ETH_P_IPV6, neighbor_solicitation(int(mine.ip),
+                                                                     int(target), mac))
+        self._wire(iface, frame)
+        self.engine.after(self.arp_retry_ps, self._solicit, iface, target, tries - 1)
 
     def ping(self, dst: str, ident: int, seq: int, ttl: int = HOST_TTL) -> bool:
-        """Send one ICMP echo request; the answer lands in ``replies[ident, seq]``."""
-        mine = self.address
+        """Send one ICMP or ICMPv6 echo request (``ttl``: TTL or hop limit); the answer
+        lands in ``replies[ident, seq]``. False: no route or no address to send from."""
+        target = ipaddress.ip_address(dst)
+        hop = self.route(target)
+        mine = None if hop is None else self.source(hop[0], target)
         if mine is None:
             return False
-        target = int(ipaddress.IPv4Address(dst))
-        echo = icmp_message(ICMP_ECHO_REQUEST, 0, struct.pack("!HH", ident, seq) + bytes(56))
-        return self.send_ip(target, ipv4_packet(int(mine.ip), target, IPPROTO_ICMP, echo,
-                                                ttl=ttl))
-
-    def next_hop_mac(self, dst: str) -> bytes | None:
-        hop = self.route(int(ipaddress.IPv4Address(dst)))
-        return None if hop is None else self.neighbours.get(hop[1])
+        rest = struct.pack("!HH", ident, seq) + ECHO_DATA
+        if target.version == 4:
+            echo = icmp_message(ICMP_ECHO_REQUEST, 0, rest)
+            packet = ipv4_packet(int(mine.ip), int(target), IPPROTO_ICMP, echo, ttl=ttl)
+        else:
+            echo = icmpv6_message(int(mine.ip), int(target), ICMPV6_ECHO_REQUEST, 0, rest)
+            packet = ipv6_packet(int(mine.ip), int(target), IPPROTO_ICMPV6, echo, ttl)
+        return self.send_ip(target, packet)
 
     # --- the NIC ----------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ from fabric.config import port_name
 from fabric.model.switch import Switch
 from labs.sim import bgp
 from labs.sim.engine import Engine
-from labs.sim.host import SimError, SimHost, host_config, host_mac
+from labs.sim.host import SimHost
+from labs.sim.hostconfig import SimError, host_config, host_mac
 from labs.sim.switch import SimSwitch
 from labs.sim.wire import Wire, cable_delay_ps
 from labs.topology import Topology

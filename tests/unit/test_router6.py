@@ -253,15 +253,3 @@ def test_ipv6_config_db_loads(tmp_path):
     assert {str(r.prefix) for r in cfg.static_routes} == {"2001:db8:1:2::/64", "::/0"}
     sw = Switch(cfg)
     assert sw.warnings == []
-
-
-def test_the_simulator_refuses_ipv6_hosts_in_one_line():
-    """The virtual-time host speaks ARP and IPv4 only: an IPv6 lab is refused up front,
-    naming the node and the exec line, rather than half-simulated."""
-    from labs import topology
-    from labs.sim.host import SimError, host_config
-    topo = topology.load("roce-v6-leafspine")
-    h1 = topo.nodes["h1"]
-    with pytest.raises(SimError, match=r"^node h1: exec\[1\] .*2001:db8:1:1::11/64.*: IPv6 "
-                                       r"hosts are not modelled by the simulator yet"):
-        host_config("h1", tuple(h1.exec), topo.interfaces("h1"))
