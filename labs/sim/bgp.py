@@ -28,7 +28,7 @@ from ipaddress import IPv4Address, IPv4Network
 from fabric.config import SwitchConfig, port_name
 from fabric.frr import rendered
 from fabric.model.router import LearnedRoute
-from labs.sim.host import SimError
+from labs.sim.hostconfig import SimError
 from labs.topology import Topology
 
 EBGP_DISTANCE = 20

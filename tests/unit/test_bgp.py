@@ -18,7 +18,7 @@ from fabric.model.switch import Switch
 from fabric.routesync import decode, switch_interface
 from labs import topology
 from labs.sim import bgp as simbgp
-from labs.sim.host import SimError
+from labs.sim.hostconfig import SimError
 
 LAB = Path(__file__).resolve().parents[2] / "topologies" / "roce-v2-bgp"
 
