@@ -205,7 +205,7 @@ def start(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 6
     nodes = check_hosts(lab, flows)
     scale = lab.node_time_scale(flows[0].src)
     mtu = nic_settings(nodes[flows[0].src], nic).roce.mtu
-    slowest = min(host_speed_mbps(lab, h) for f in flows for h in (f.src, f.dst))
+    slowest = min(host_speed_mbps(lab, h) for h in {e for f in flows for e in (f.src, f.dst)})
     rto_s = retransmit_timeout(flows, slowest * 1e6 / scale, mtu,
                                floor_s=lab.sim_s(RTO_FLOOR_S))
     per_host = specs(lab, flows, rto_s=rto_s, timeout_s=timeout_s, nic=nic)
@@ -225,10 +225,12 @@ def run(lab: Lab, flows: list[FlowSpec], *, pattern: str, timeout_s: float = 60.
 def merge(pattern: str, lab: str, flows: list[FlowSpec], done: dict[str, dict], scale: float,
           rto_s: float, elapsed: float) -> dict[str, Any]:
     """One record per flow from its sender's and its receiver's reports."""
+    senders = {(host, s["name"]): s for host, r in done.items() for s in r["senders"]}
+    receivers = {(host, r["name"]): r for host, rep in done.items() for r in rep["receivers"]}
     out = []
     for flow in flows:
-        sender = next(s for s in done[flow.src]["senders"] if s["name"] == flow.name)
-        receiver = next(r for r in done[flow.dst]["receivers"] if r["name"] == flow.name)
+        sender = senders[flow.src, flow.name]
+        receiver = receivers[flow.dst, flow.name]
         complete = (receiver["messages"] == flow.count and sender["messages_done"] == flow.count
                     and not sender["failed"])
         sender = {k: v for k, v in sender.items() if k != "role"}

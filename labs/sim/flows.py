@@ -39,6 +39,8 @@ class SimRunning:
         self.on_progress = on_progress
         senders = sum(len(spec["send"]) for spec in specs.values())
         self.points = max(50, min(MAX_RATE_POINTS, RATE_POINTS // max(1, senders)))
+        self.addresses = lab.host_addresses()
+        self.hops: dict[tuple[str, str], str] = {}  # (host, peer) -> next hop MAC, per run
         self.nics = {name: self._nic(name, spec) for name, spec in specs.items()}
         self.t0 = engine.now
         self.limit_ps = engine.now_ps + to_ps(lab.sim_s(timeout_s))
@@ -59,7 +61,7 @@ class SimRunning:
                   rate_sample_s=max(lab.sim_s(RATE_SAMPLE_WALL_S),
                                     RATE_SAMPLE_MIN_FABRIC_S * lab.time_scale),
                   max_rate_points=self.points)
-        src_ip, src_mac = lab.host_addresses()[name], lab.mac(name, spec["iface"])
+        src_ip, src_mac = self.addresses[name], lab.mac(name, spec["iface"])
         for flow in spec["send"]:
             nic.add_sender(flow, nic.headers("data", **self._ends(name, src_mac, src_ip, flow)))
         for flow in spec["receive"]:
@@ -68,8 +70,11 @@ class SimRunning:
         return nic
 
     def _ends(self, name: str, src_mac: str, src_ip: str, flow: dict) -> dict:
-        return dict(src_mac=src_mac, dst_mac=self.lab.next_hop_mac(name, flow["peer_ip"]),
-                    src_ip=src_ip, dst_ip=flow["peer_ip"], sport=flow["sport"])
+        key = (name, flow["peer_ip"])
+        if key not in self.hops:
+            self.hops[key] = self.lab.next_hop_mac(*key)
+        return dict(src_mac=src_mac, dst_mac=self.hops[key], src_ip=src_ip,
+                    dst_ip=flow["peer_ip"], sport=flow["sport"])
 
     @staticmethod
     def _start(host: SimHost) -> None:
