@@ -1,0 +1,32 @@
+"""checks.compare: reading two runs' figures and judging their agreement."""
+from __future__ import annotations
+
+import json
+
+from checks.compare import Row, figures
+
+
+def write_run(folder, outcome: str, pfc: int, paused: float, elapsed: float, drops: dict,
+              retransmitted: int) -> None:
+    (folder / "congestion" / "lossless").mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps(
+        {"checks": [{"name": "test_lossless_incast", "outcome": outcome}]}))
+    (folder / "congestion" / "lossless" / "summary.json").write_text(json.dumps(
+        {"pfc_sent": pfc, "paused_s": paused, "elapsed_s": elapsed, "drops": drops,
+         "retransmitted": retransmitted, "fidelity": {"ok": outcome != "inconclusive"}}))
+
+
+def test_figures_and_agreement_within_the_tolerance(tmp_path):
+    write_run(tmp_path / "live", "passed", 1000, 10.0, 7.0, {"lossy_limit": 5}, 0)
+    write_run(tmp_path / "sim", "passed", 900, 11.9, 7.1, {}, 0)
+    live, sim = figures(tmp_path / "live"), figures(tmp_path / "sim")
+    row = Row("lossless", live["lossless"], sim["lossless"])
+    assert live["lossless"]["lost"] == 0  # a lossy class's drops are not lossless losses
+    assert row.verdicts_agree and row.agrees("pfc_sent") and row.agrees("elapsed_s")
+    assert not row.agrees("paused_s")  # 10 vs 11.9: more than 15 % apart
+
+
+def test_an_inconclusive_live_run_cannot_disagree_but_a_real_verdict_can():
+    assert Row("x", {"verdict": "inconclusive"}, {"verdict": "passed"}).verdicts_agree
+    assert not Row("x", {"verdict": "failed"}, {"verdict": "passed"}).verdicts_agree
+    assert Row("x", {"lost": 0}, {"lost": 0}).agrees("lost")
