@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +13,11 @@ from pathlib import Path
 import yaml
 
 from fabric.config import port_name
-from labs.runtimes.netns import PROJECT_ROOT, LabError
+from fabric.model.watchdog import FABRIC, STORM_CHECK
+from labs.runtimes.netns import LabError
 from labs.topology import Endpoint, Link, Topology
+
+RESTORE_SLACK_S = 0.1  # past the last restoration a storm's watchdogs may report
 
 
 def find_link(topo: Topology, a: str, b: str) -> Link:
@@ -68,21 +69,25 @@ class Storm:
 
 
 def pfc_storm(lab, host: str, priority: int, seconds: float) -> Storm:
-    """A host pauses ``priority`` on its link for ``seconds`` (a broken NIC's PFC storm),
-    from inside its namespace. Live only: the simulator has no processes in hosts (a check
-    sends the frames with ``send_frames``)."""
-    if lab.runtime_name == "sim":
-        raise LabError("a PFC storm from a host runs a process in it: live labs only")
+    """A host pauses ``priority`` on its link for ``seconds`` (a broken NIC's PFC storm):
+    ``traffic.storm`` in its namespace live, frames on its wire simulated (``Lab.storm``).
+    The watchdogs run in fabric time (x S) otherwise, 600 s of wall time for 200 ms at
+    S = 3000, so for the storm and its restoration window every switch runs the
+    ``storm-check`` profile (the configured times as the lab's own clock), then ``fabric``
+    again."""
     if host not in {h.name for h in lab.topology.hosts}:
         raise LabError(f"lab {lab.name} has no host {host!r}")
-    iface = lab.topology.interfaces(host)[0]
-    argv = [sys.executable, "-m", "traffic.storm", "--iface", iface, "--priority",
-            str(priority), "--seconds", str(seconds)]
-    proc = subprocess.run(lab.runtime.exec_argv(lab.state, host, argv), capture_output=True,
-                          text=True, cwd=PROJECT_ROOT, timeout=seconds + 30)
-    if proc.returncode:
-        raise LabError(f"{host}: traffic.storm: {proc.stderr.strip() or proc.returncode}")
-    out = json.loads(proc.stdout)
+    switches = [s for s in lab.topology.switches]
+    window = max((wd.restoration_time_ms / 1000 + s.config.qos.pfc_wd_poll_interval_ms / 1000
+                  for s in switches for wd in s.config.qos.pfc_wd.values()), default=0.0)
+    for switch in switches:
+        lab.agent(switch.name).pfc_watchdog(STORM_CHECK)
+    try:
+        out = lab.storm(host, priority, seconds).result()
+        lab.wait_for(lambda: False, window + RESTORE_SLACK_S)  # the restoration, observed
+    finally:
+        for switch in switches:
+            lab.agent(switch.name).pfc_watchdog(FABRIC)
     return Storm(host, priority, out["frames"], out["first"], out["last"])
 
 
