@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from checks import classes
+from checks import congestion as cg
 from checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
 from labs import domains as l2
 from labs import fingerprint
@@ -150,6 +151,16 @@ def lab(request) -> Iterator[labs.Lab]:
     yield lab
     if options.runtime == "sim":
         lab.down()
+
+
+@pytest.fixture(scope="session")
+def incast(lab) -> cg.Incast:
+    """The lab's incast (``checks.congestion.incast_of``), found once for every check that
+    congests it; skipped with the reason when the lab has none."""
+    try:
+        return cg.incast_of(lab)
+    except ValueError as e:
+        pytest.skip(str(e))
 
 
 @pytest.fixture(scope="session")

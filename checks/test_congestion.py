@@ -38,14 +38,6 @@ TIMING_SLACK_S = 0.05  # the agent's event loop may run a poll this late
 
 
 @pytest.fixture(scope="session")
-def incast(lab):
-    try:
-        return cg.incast_of(lab)
-    except ValueError as e:
-        pytest.skip(str(e))
-
-
-@pytest.fixture(scope="session")
 def lossy_dscp(lab) -> int:
     """A DSCP no switch makes lossless (nor the CNPs'), from the lab's maps: the lossy class."""
     e = classes.of_topology(lab.topology)

@@ -34,14 +34,6 @@ MESSAGES = 2
 DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
 
 
-@pytest.fixture(scope="session")
-def incast(lab):
-    try:
-        return cg.incast_of(lab)
-    except ValueError as e:
-        pytest.skip(str(e))
-
-
 def victim_of(lab, incast: cg.Incast) -> patterns.FlowSpec | None:
     """A flow from a sender on another switch to a host of the congested switch that is
     not the receiver: it shares the paused links into the switch and nothing else (its
