@@ -274,8 +274,77 @@ class RoutingTable:
 
 # --- the router ---------------------------------------------------------------------------
 
-class Router:
+class NeighborCache:
+    """The neighbour cache both routers keep, ARP for IPv4 (``Router``) and neighbour
+    discovery for IPv6 (``Router6``): entries created on demand, retried, given up, re-probed
+    when old. A router sets the class constants and ``_request`` (one who-has or
+    solicitation); ``neighbors`` and ``_cache`` are its own."""
+
+    TRIES: int
+    RETRY_S: float
+    UNRESOLVED: str  # the drop reason of what waited for a next hop that never answered
+    ETHERTYPE: int
+    neighbors: dict[tuple[str, int], Neighbor]
+    _cache: dict[int, tuple[Neighbor, ...] | str]
+
+    def neighbor(self, iface: L3Interface, ip: int) -> Neighbor:
+        """The neighbour entry for ``ip`` on ``iface``, created if new."""
+        key = (iface.name, ip)
+        nh = self.neighbors.get(key)
+        if nh is None:
+            nh = self.neighbors[key] = Neighbor(ip, iface, self.ETHERTYPE)
+        return nh
+
+    def _forget(self, key: tuple[str, int], nh: Neighbor, reason: str) -> None:
+        for owner, _, _, _ in nh.pending:
+            owner.settle(reason)
+        nh.pending.clear()
+        del self.neighbors[key]
+        self._cache.clear()  # cached routes may hold this neighbour object
+
+    def _request(self, nh: Neighbor, out: list, now: float) -> None:
+        raise NotImplementedError
+
+    def tick(self, now: float, out: list) -> None:
+        """Retry or give up on unresolved next hops, re-probe old entries."""
+        for key, nh in list(self.neighbors.items()):
+            state = nh.state
+            if state == INCOMPLETE or state == PROBE:
+                if now < nh.next_retry:
+                    continue
+                if nh.tries >= self.TRIES:
+                    self._forget(key, nh, self.UNRESOLVED)
+                    continue
+                nh.tries += 1
+                nh.next_retry = now + self.RETRY_S
+                self._request(nh, out, now)
+            elif state == REACHABLE and now >= nh.expires:
+                nh.state = PROBE
+                nh.tries = 1
+                nh.next_retry = now + self.RETRY_S
+                self._request(nh, out, now)
+
+    def next_timer(self) -> float | None:
+        """When ``tick`` next has work: a retry of a next hop being resolved, or the end of
+        a resolved one's lifetime (None: no neighbour has a timer running)."""
+        due = None
+        for nh in self.neighbors.values():
+            state = nh.state
+            if state == INCOMPLETE or state == PROBE:
+                at = nh.next_retry
+            elif state == REACHABLE:
+                at = nh.expires
+            else:
+                continue
+            if due is None or at < due:
+                due = at
+        return due
+
+
+class Router(NeighborCache):
     """Everything L3 of one switch. ``Switch`` hands it frames addressed to the router."""
+
+    TRIES, RETRY_S, UNRESOLVED, ETHERTYPE = ARP_TRIES, ARP_RETRY_S, ARP_UNRESOLVED, ETH_P_IPV4
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
@@ -402,21 +471,6 @@ class Router:
         self._cache[dst] = hops
         return hops
 
-    def neighbor(self, iface: L3Interface, ip: int) -> Neighbor:
-        """The neighbour entry for ``ip`` on ``iface``, created if new."""
-        key = (iface.name, ip)
-        nh = self.neighbors.get(key)
-        if nh is None:
-            nh = self.neighbors[key] = Neighbor(ip, iface)
-        return nh
-
-    def _forget(self, key: tuple[str, int], nh: Neighbor, reason: str) -> None:
-        for owner, _, _, _ in nh.pending:
-            owner.settle(reason)
-        nh.pending.clear()
-        del self.neighbors[key]
-        self._cache.clear()  # cached routes may hold this neighbour object
-
     # --- frames addressed to the router ------------------------------------------------
 
     def l3_in(self, iface: L3Interface, ingress: PortState, frame: bytes, ethertype: int,
@@ -484,7 +538,7 @@ class Router:
             nh.state = INCOMPLETE
             nh.tries = 1
             nh.next_retry = now + ARP_RETRY_S
-            self._arp_request(nh, out, now)
+            self._request(nh, out, now)
         return HELD
 
     def _local_in(self, frame: bytes, off: int, ihl: int, total: int, frag: int, proto: int,
@@ -562,47 +616,12 @@ class Router:
         for owner, packet, prio, cls in pending:
             owner.settle(nh.iface.send(mac, ETH_P_IPV4, packet, prio, cls, out, now))
 
-    def _arp_request(self, nh: Neighbor, out: list, now: float) -> None:
+    def _request(self, nh: Neighbor, out: list, now: float) -> None:
         """Broadcast a who-has for ``nh`` out of its interface (flooded on an SVI)."""
         iface = nh.iface
         source = iface.source_for(nh.ip) or 0
         request = arp_packet(ARP_REQUEST, self.router_mac, source, ZERO_MAC, nh.ip)
         self.cpu.count(iface.send(BROADCAST_MAC, ETH_P_ARP, request, 0, CPU_CLASS, out, now))
-
-    def tick(self, now: float, out: list) -> None:
-        """ARP timers: retry or give up on unresolved next hops, re-probe old entries."""
-        for key, nh in list(self.neighbors.items()):
-            state = nh.state
-            if state == INCOMPLETE or state == PROBE:
-                if now < nh.next_retry:
-                    continue
-                if nh.tries >= ARP_TRIES:
-                    self._forget(key, nh, ARP_UNRESOLVED)
-                    continue
-                nh.tries += 1
-                nh.next_retry = now + ARP_RETRY_S
-                self._arp_request(nh, out, now)
-            elif state == REACHABLE and now >= nh.expires:
-                nh.state = PROBE
-                nh.tries = 1
-                nh.next_retry = now + ARP_RETRY_S
-                self._arp_request(nh, out, now)
-
-    def next_timer(self) -> float | None:
-        """When ``tick`` next has work: a retry of a next hop being resolved, or the end of
-        a resolved one's lifetime (None: no neighbour has a timer running)."""
-        due = None
-        for nh in self.neighbors.values():
-            state = nh.state
-            if state == INCOMPLETE or state == PROBE:
-                at = nh.next_retry
-            elif state == REACHABLE:
-                at = nh.expires
-            else:
-                continue
-            if due is None or at < due:
-                due = at
-        return due
 
     # --- views -----------------------------------------------------------------------------
 

@@ -45,8 +45,8 @@ from fabric.model.frames import (
 from fabric.model.ports import PortState
 from fabric.model.router import (
     ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S, ARP_TRIES as NDP_TRIES,
-    INCOMPLETE, MASKS6, NEW, PROBE,
-    REACHABLE, ROUTE_CACHE_MAX, L3Interface, Neighbor, Route, RoutingTable,
+    INCOMPLETE, MASKS6, NEW, PROBE, ROUTE_CACHE_MAX, L3Interface, Neighbor, NeighborCache, Route,
+    RoutingTable,
 )
 
 _LINK_LOCAL_MASK = MASKS6[10]  # fe80::/10
@@ -75,9 +75,11 @@ def _is_link_local(ip: int) -> bool:
     return ip & _LINK_LOCAL_MASK == LINK_LOCAL6
 
 
-class Router6:
+class Router6(NeighborCache):
     """Everything IPv6 of one switch. ``Switch`` hands it IPv6 frames to the router MAC
     (``ipv6_in``) and IPv6 multicast seen on an L3 interface (``multicast_in``)."""
+
+    TRIES, RETRY_S, UNRESOLVED, ETHERTYPE = NDP_TRIES, NDP_RETRY_S, NDP_UNRESOLVED, ETH_P_IPV6
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
@@ -182,21 +184,6 @@ class Router6:
         self._cache[dst] = hops
         return hops
 
-    def neighbor(self, iface: L3Interface, ip: int) -> Neighbor:
-        """The neighbour entry for ``ip`` on ``iface``, created if new."""
-        key = (iface.name, ip)
-        nh = self.neighbors.get(key)
-        if nh is None:
-            nh = self.neighbors[key] = Neighbor(ip, iface, ETH_P_IPV6)
-        return nh
-
-    def _forget(self, key: tuple[str, int], nh: Neighbor, reason: str) -> None:
-        for owner, _, _, _ in nh.pending:
-            owner.settle(reason)
-        nh.pending.clear()
-        del self.neighbors[key]
-        self._cache.clear()
-
     # --- frames addressed to the router ------------------------------------------------
 
     def ipv6_in(self, iface: L3Interface, ingress: PortState, frame: bytes, off: int,
@@ -261,7 +248,7 @@ class Router6:
             nh.state = INCOMPLETE
             nh.tries = 1
             nh.next_retry = now + NDP_RETRY_S
-            self._solicit(nh, out, now)
+            self._request(nh, out, now)
         return HELD
 
     def _local_in(self, iface: L3Interface, frame: bytes, off: int, total: int, dst: int,
@@ -346,7 +333,7 @@ class Router6:
                 return addr
         return iface.addresses6[0][0] if iface.addresses6 else None
 
-    def _solicit(self, nh: Neighbor, out: list, now: float) -> None:
+    def _request(self, nh: Neighbor, out: list, now: float) -> None:
         """Multicast an NS for ``nh`` to its solicited-node group (unicast when probing an
         entry whose MAC we still have, RFC 4861 7.3.3)."""
         iface = nh.iface
@@ -383,25 +370,6 @@ class Router6:
         nh = hops[flow_hash6(packet, 0, self.ecmp_salt, self.hash_flow_label) % len(hops)] \
             if len(hops) > 1 else hops[0]
         self.cpu.count(self._send_ip(nh, packet, 0, CPU_CLASS, self.cpu, out, now))
-
-    def tick(self, now: float, out: list) -> None:
-        """NDP timers: retry or give up on unresolved next hops, re-probe old entries."""
-        for key, nh in list(self.neighbors.items()):
-            state = nh.state
-            if state == INCOMPLETE or state == PROBE:
-                if now < nh.next_retry:
-                    continue
-                if nh.tries >= NDP_TRIES:
-                    self._forget(key, nh, NDP_UNRESOLVED)
-                    continue
-                nh.tries += 1
-                nh.next_retry = now + NDP_RETRY_S
-                self._solicit(nh, out, now)
-            elif state == REACHABLE and now >= nh.expires:
-                nh.state = PROBE
-                nh.tries = 1
-                nh.next_retry = now + NDP_RETRY_S
-                self._solicit(nh, out, now)
 
     # --- views -----------------------------------------------------------------------------
 
