@@ -241,11 +241,14 @@ class Switch:
 
     def next_timer(self) -> float | None:
         """The earliest time ``tick`` has work: the PFC refresh of a PG in XOFF (due when
-        half its pause has run), a PFC watchdog poll, an ARP retry or re-probe, the FDB
-        sweep; None when there is none. Call ``tick`` then, so refreshes leave when due
+        half its pause has run), a PFC watchdog poll, an ARP or NDP retry or re-probe, the
+        FDB sweep; None when there is none. Call ``tick`` then, so refreshes leave when due
         whatever the caller's clock (the agent's, a virtual one). A received pause ending
         is not a tick's work: ``next_send_time`` counts a paused queue from its end."""
         due = self._router.next_timer()
+        due6 = self._router6.next_timer()
+        if due6 is not None and (due is None or due6 < due):
+            due = due6
         if self._vlans and (due is None or self._next_sweep < due):
             due = self._next_sweep
         for sender in self._senders:

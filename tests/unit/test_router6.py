@@ -209,6 +209,18 @@ def test_unanswered_solicitations_give_up_after_three_and_drop_the_held_packets(
     assert sw.counters()["ports"]["Ethernet8"]["drops"] == {"ndp_unresolved": 1}
 
 
+def test_a_solicitation_retry_is_a_timer_the_switch_reports():
+    """Whoever ticks the switch when ``next_timer`` says (the agent, the simulator) must
+    be woken for NDP retries as for ARP's."""
+    sw = leaf1(extra_routes=(StaticRoute(IPv6Network("2001:db8:9::/48"),
+                                         (IPv6Address(SPINE1_IP),)),))
+    sw.tick(0.0)  # the first FDB sweep, then one a second
+    sw.receive("Ethernet8", udp6(H1_IP, "2001:db8:9::1"), 0.25)  # solicited; retry at 1.25
+    assert sw.next_timer() == 1.0
+    sw.tick(1.0)
+    assert sw.next_timer() == 1.25  # the retry, not the next sweep at 2.0
+
+
 def test_link_local_and_unrouted_destinations_are_not_routed():
     sw = leaf1()
     sw.receive("Ethernet8", udp6(H1_IP, "fe80::99"), 0.0)
