@@ -84,7 +84,7 @@ def pfc_storm(lab, host: str, priority: int, seconds: float) -> Storm:
         lab.agent(switch.name).pfc_watchdog(STORM_CHECK)
     try:
         out = lab.storm(host, priority, seconds).result()
-        lab.wait_for(lambda: False, window + RESTORE_SLACK_S)  # the restoration, observed
+        lab.wait(lab.wall_s(window + RESTORE_SLACK_S))  # the restoration, in the lab's clock
     finally:
         for switch in switches:
             lab.agent(switch.name).pfc_watchdog(FABRIC)

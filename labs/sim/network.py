@@ -97,9 +97,3 @@ class SimNetwork:
                       port_name(end.iface), 0)
                   for end in (link.a, link.b) if self.topology.nodes[end.node].config]
         return max(metres, default=0)
-
-    def speed_mbps(self, host: str) -> int:
-        """The rate of the wire a host's first interface sits on, in Mb/s (unscaled)."""
-        iface = self.topology.interfaces(host)[0]
-        return round(self.wires[host, iface].ps_per_byte and
-                     8e6 / self.wires[host, iface].ps_per_byte * self.time_scale)
