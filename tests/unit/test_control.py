@@ -229,6 +229,8 @@ def test_connections_beyond_the_limit_are_turned_away_then_served_again(running)
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(str(running.path))
             idle.append(s)
+        # connect() returns once the kernel queued it: wait until the agent took them all
+        running.until(lambda: len(running.agent.control.conns), lambda n: n == MAX_CONNECTIONS)
         with pytest.raises(AgentError, match="busy"):
             running.client.ping()
     finally:
