@@ -7,8 +7,10 @@ without a scenario, skips these checks.
 
 - incast: N:1 with the lab's own DCQCN (paper mode in ref-incast-40g, firmware mode in
   ref-incast-100g): over the second half of the run the bottleneck carries at least
-  LINE_SHARE of line rate, the senders within FAIRNESS of each other, and no switch sends
-  PFC after the start-up (QUIET_AFTER_S);
+  LINE_SHARE of line rate, the senders fair (paper: within 10 % of each other, as the paper
+  shows; firmware: each within 10 % of the fair share, since the firmware's increases are
+  too rare at 100G to pull two rates together within milliseconds, docs/checks.md), and no
+  switch sends PFC after the start-up (QUIET_AFTER_S);
 - pfc_timing: a receiver's 0xFFFF pause stops its switch's egress for 65535 x 512 bit times
   (335.5 us at 100G, 83.9 us at 400G) within one frame time; the PG the paused traffic
   fills refreshes its own XOFF within half its pause time; XON leaves when the PG has
@@ -33,7 +35,7 @@ from traffic import patterns
 from traffic.packets import PFC_DST
 
 LINE_SHARE = {"paper": 0.90, "firmware": 0.85}  # issue 12, point 6
-FAIRNESS = 0.10  # senders' goodputs within 10 % of each other
+FAIRNESS = 0.10  # paper: senders within 10 % of each other; firmware: of the fair share
 QUIET_AFTER_S = 1e-3  # start-up: PFC allowed before this
 INCAST_RUN_S = 4e-3  # fabric time: a few ms, the second half judged
 UNFAIR_RUN_S = 2e-3
@@ -94,8 +96,11 @@ def test_reference_incast(lab, scenarios, evidence):
     line = w.rate_bps(2, 3, bottleneck.switch, bottleneck.port, "tx_bytes") / bottleneck.speed_bps
     shares = goodputs(lab, w, senders, bottleneck.speed_bps, 2, 3)
     spread = (max(shares.values()) - min(shares.values())) / max(max(shares.values()), 1e-9)
+    fair = sum(shares.values()) / len(shares)
+    off_fair = max(abs(s - fair) for s in shares.values()) / max(fair, 1e-9)
     figures = {"mode": nic.dcqcn.mode, "run_s": run_s, "line_share_second_half": round(line, 4),
                "sender_shares_second_half": shares, "spread": round(spread, 4),
+               "off_fair_share": round(off_fair, 4),
                "pfc_after_startup": w.pfc_sent(1, 3), "pfc_startup": w.pfc_sent(0, 1),
                "ecn_marks": w.marks(0, 3),
                "cnps": sum(f["receiver"]["cnps_sent"] for f in w.result["flows"])}
@@ -103,7 +108,11 @@ def test_reference_incast(lab, scenarios, evidence):
     assert line >= LINE_SHARE[nic.dcqcn.mode], (
         f"the bottleneck {bottleneck.switch} {bottleneck.port} carried {line:.1%} of line "
         f"over the second half, below {LINE_SHARE[nic.dcqcn.mode]:.0%}: {figures}")
-    assert spread <= FAIRNESS, f"senders not within {FAIRNESS:.0%} of each other: {figures}"
+    if nic.dcqcn.mode == "paper":
+        assert spread <= FAIRNESS, f"senders not within {FAIRNESS:.0%} of each other: {figures}"
+    else:
+        assert off_fair <= FAIRNESS, (
+            f"a sender {off_fair:.1%} off the fair share, more than {FAIRNESS:.0%}: {figures}")
     assert figures["pfc_after_startup"] == 0, f"PFC after the first ms: {figures}"
 
 
