@@ -1,12 +1,15 @@
 """The switch agent: the I/O shell around the pure model.
 
 It owns what the model must not: AF_PACKET sockets on the switch's ports, the clock, timers
-and a control socket. Every frame read from a port goes through ``Switch.receive``; what
+and a control socket. A frame read from a port is held in the port's ``DelayLine`` until its
+last bit would have crossed the cable (serialisation at speed / S, then ``CABLE_LENGTH`` at
+5 ns per metre times S: ``fabric.model.cable``), as the simulator delivers it; then it goes
+through ``Switch.receive``; what
 the model returns (PFC) is written out at once; forwarded frames leave when their port's
 scheduler releases them (``Switch.dequeue``), paced at speed / S. The loop sleeps until
 the earliest of: a frame arriving, a backlogged port's next send time, the switch's next
-timer (``Switch.next_timer``: a PFC refresh, a watchdog poll, an ARP retry), the next sample
-of a running trace (``fabric.trace.Trace``). Each port's ingress lag, from the kernel's
+timer (``Switch.next_timer``: a PFC refresh, a watchdog poll, an ARP retry), a held frame's
+arrival, the next sample of a running trace (``fabric.trace.Trace``). Each port's ingress lag, from the kernel's
 receive stamp of the oldest frame waiting in its ring to the moment the loop takes it, is
 part of the fidelity verdict (``fabric.client.fidelity``). The control socket
 (``fabric.control``) is served from the same loop, without blocking it; a port whose wire
@@ -30,14 +33,16 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from fabric import afpacket
 from fabric.client import fidelity
-from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, load, port_name
+from fabric.config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig,
+                           load, port_name)
 from fabric.control import ControlError, ControlServer, TraceLimits
-from fabric.model.scheduler import Lateness
+from fabric.model.cable import DelayLine, propagation_s
+from fabric.model.scheduler import Lateness, wire_rate_bps
 from fabric.model.switch import Switch
 from fabric.routesync import RouteSync
 from fabric.trace import MIN_MAX_BYTES, Trace, TraceEnd, TracePathError, open_trace_file
@@ -56,9 +61,13 @@ class Port:
     than per system call), plus what the kernel dropped under it."""
 
     def __init__(self, name: str, iface: str,
-                 on_fault: Callable[[Port, OSError], None] | None = None) -> None:
+                 on_fault: Callable[[Port, OSError], None] | None = None,
+                 line: DelayLine | None = None) -> None:
+        """``line``: where frames wait for their arrival over the cable; None (an unpaced
+        switch) hands them to the model as they are read."""
         self.name = name
         self.iface = iface
+        self.line = line
         # frames we send must not come back to us
         self.sock = afpacket.open_socket(iface, ignore_outgoing=True, rx_ring=True)
         self.ring = afpacket.RxRing.of(self.sock)
@@ -109,6 +118,7 @@ class Agent:
         self.switch = switch
         self.ports = ports
         self.fds = {name: port.fd for name, port in ports.items()}  # drain's per-frame map
+        self.lines = [(name, port.line) for name, port in ports.items() if port.line is not None]
         self.name = name
         self.trace_roots = trace_roots or [control_path.parent]
         self.limits = limits
@@ -147,6 +157,7 @@ class Agent:
                 else:
                     self.control.ready(obj, mask)
             now = time.monotonic()
+            self.arrive(now)
             self.pump(now)
             if self.trace is not None and not self.trace.poll(now):
                 self.trace_ended()
@@ -169,6 +180,10 @@ class Agent:
         wake = min(next_tick, self.housekeeping_at)
         if self.trace is not None and self.trace.next_at < wake:
             wake = self.trace.next_at
+        for _, line in self.lines:
+            at = line.next_due()
+            if at is not None and at < wake:
+                wake = at
         next_send_time = self.switch.next_send_time
         for port in self.switch.backlogged():
             at = next_send_time(port)
@@ -177,18 +192,39 @@ class Agent:
         return max(0.0, wake - time.monotonic())
 
     def drain(self, port: Port) -> None:
-        """Up to BATCH frames of ``port`` through the model, each sent on as the model says.
-        This is the per-frame path: one ring call a batch, locals, the sends inlined."""
-        name, fds, write = port.name, self.fds, os.write
-        receive, monotonic = self.switch.receive, time.monotonic
+        """Up to BATCH frames of ``port``: onto its delay line, or (unpaced) through the
+        model at once. This is the per-frame path: one ring call a batch, locals."""
+        now = time.monotonic()
+        lag = 0.0
         stamp = afpacket.oldest_stamp(port.ring)  # before ``take`` hands the slots back
         if stamp is not None:
-            port.ingress_lag.record(max(0.0, time.time() - stamp))
+            lag = max(0.0, time.time() - stamp)
+            port.ingress_lag.record(lag)
         frames = port.ring.take(BATCH)
         if not frames:  # readable with an empty ring: an error is pending on the socket
             self.check_port(port)
+        if port.line is None:
+            self.receive(port.name, frames)
+            return
+        # the batch left its sender when the kernel stamped its oldest frame; the cable
+        # spaces the rest by their serialisation, so a lag shorter than that is absorbed
+        push, sent = port.line.push, now - lag
         for frame in frames:
-            for dest, data in receive(name, frame, monotonic()):  # ``transmit``, inlined
+            push(frame, sent)
+
+    def arrive(self, now: float) -> None:
+        """The held frames whose last bit has crossed their cable by ``now``, to the model."""
+        for name, line in self.lines:
+            if line.frames and line.frames[0][0] <= now:
+                self.receive(name, line.due(now))
+
+    def receive(self, name: str, frames: Iterable[bytes]) -> None:
+        """Frames that arrived on port ``name`` through the model, each sent on as the model
+        says (``transmit``, inlined)."""
+        fds, write = self.fds, os.write
+        receive, monotonic = self.switch.receive, time.monotonic
+        for frame in frames:
+            for dest, data in receive(name, frame, monotonic()):
                 try:
                     write(fds[dest], data)
                 except OSError as e:
@@ -235,6 +271,8 @@ class Agent:
             return
         port.fault = f"{error.strerror} ({errno.errorcode.get(error.errno, error.errno)})"
         self.sel.unregister(port.sock)
+        if port.line is not None:  # frames on a cut cable never arrive
+            port.line.frames.clear()
         self.switch.set_port_up(port.name, False)
         self.log(f"{port.name} ({port.iface}) down: {port.fault}; "
                  "the port is back when its interface is up again")
@@ -242,7 +280,7 @@ class Agent:
     def reopen(self, port: Port) -> None:
         """A new socket on the interface that came back (a deleted one is a new device)."""
         try:
-            fresh = Port(port.name, port.iface, self.port_failed)
+            fresh = Port(port.name, port.iface, self.port_failed, port.line)
         except OSError as e:
             self.log(f"{port.name} ({port.iface}): still unusable: {e.strerror}")
             return
@@ -368,6 +406,14 @@ class Agent:
             port.close()
 
 
+def delay_line(config: SwitchConfig, port: str, time_scale: float | None) -> DelayLine | None:
+    """The cable into ``port``: its speed / S and its CABLE_LENGTH; None when unpaced."""
+    if time_scale is None or port not in config.ports:
+        return None
+    return DelayLine(wire_rate_bps(config.ports[port].speed_mbps, time_scale),
+                     propagation_s(config.qos.cable_length_m.get(port, 0), time_scale))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fabric.agent", description=__doc__.split("\n")[0])
     parser.add_argument("--config", required=True, help="the switch's config_db.json")
@@ -406,7 +452,9 @@ def main(argv: list[str] | None = None) -> int:
     ports = {}
     for iface in filter(None, args.ports.split(",")):
         try:
-            ports[port_name(iface)] = Port(port_name(iface), iface)
+            ports[port_name(iface)] = Port(port_name(iface), iface,
+                                           line=delay_line(config, port_name(iface),
+                                                           args.time_scale))
         except OSError as e:
             print(f"{args.name}: cannot open {iface}: {e.strerror}", file=sys.stderr)
             return 2

@@ -133,6 +133,18 @@ class Topology:
         """The node's wired interfaces, in link order."""
         return [e.iface for link in self.links for e in (link.a, link.b) if e.node == node]
 
+    def cable_m(self, node: str, iface: str) -> float:
+        """Metres of the cable a frame crosses into ``node``'s ``iface``: that switch port's
+        CABLE_LENGTH, or, into a host, the CABLE_LENGTH of the switch port at the other end
+        (SONiC states the cable per port, for the port's own headroom); 0 when neither
+        end says. Both runtimes delay frames by it (``fabric.model.cable``)."""
+        peer = self.peer(node, iface)
+        for end in (Endpoint(node, iface), peer):
+            config = self.nodes[end.node].config if end is not None else None
+            if config is not None:
+                return config.qos.cable_length_m.get(port_name(end.iface), 0)
+        return 0
+
     def peer(self, node: str, iface: str) -> Endpoint | None:
         for link in self.links:
             if link.a == Endpoint(node, iface):

@@ -4,7 +4,7 @@ host, as a NIC would run them where the kernel has no Soft-RoCE.
     python -m traffic.endpoint --spec -     (the spec is the first line of stdin)
 
 The spec (written by ``traffic.patterns``) names the interface, the lab's time scale, the
-host's NIC settings file, the flows this host sends (requester QPs) and the flows it receives
+length of the host's cable, the host's NIC settings file, the flows this host sends (requester QPs) and the flows it receives
 (responder QPs), with both ends' QPNs and starting PSNs agreed in advance, as connection
 setup would. The NIC itself is ``traffic.nic.Nic``, the pure core the virtual-time runtime
 drives too: it builds every frame (``traffic.wire``, valid ICRC, the NIC settings' DSCP and
@@ -15,6 +15,9 @@ RC and answers CE marks with CNPs. This module is its live shell:
   (``traffic.hostnet``);
 - the wall clock (``time.monotonic``) and a select loop that wakes when the NIC asks
   (``Nic.next_wake``), with late credit on, since a loop wakes late;
+- the cable: a frame read from the socket waits in a ``DelayLine`` until its last bit would
+  have crossed the host's cable (``fabric.model.cable``), as in the switch agents and the
+  simulator, so a pause reaches the NIC a cable's length after the switch sent it;
 - a UDP socket on port 4791 it never reads, as rxe's kernel socket does, so the host's
   kernel neither answers RoCE with ICMP port unreachable nor logs it;
 - what the kernel did to its frames: receive-ring drops and refused sends;
@@ -43,6 +46,7 @@ import time
 from pathlib import Path
 
 from fabric import afpacket
+from fabric.model.cable import DelayLine, propagation_s
 from labs import nic as nics
 from traffic import hostnet, wire
 from fabric.model.scheduler import Lateness
@@ -61,6 +65,8 @@ class Endpoint:
         self.iface = spec.get("iface", "eth1")
         self.scale = float(spec["time_scale"])
         self.line_bps = spec["speed_mbps"] * 1e6 / self.scale
+        self.cable = DelayLine(self.line_bps, propagation_s(float(spec.get("cable_m", 0)),
+                                                           self.scale))
         self.deadline_s = float(spec.get("timeout_s", 60.0))
         self.nic = Nic(nics.NicSettings.model_validate(spec.get("nic") or {}), self.line_bps,
                        self.scale, late_credit=True)
@@ -97,6 +103,8 @@ class Endpoint:
         while True:
             now = time.monotonic()
             self._receive(now)
+            for frame in self.cable.due(now):
+                nic.receive(frame, now)
             nic.poll(now)
             while (frame := nic.dequeue(now)) is not None:
                 self._transmit(frame)
@@ -106,8 +114,8 @@ class Endpoint:
             if not reported and (nic.complete or now >= deadline):
                 say({"event": "done", **self.results(t0, now, timed_out=not nic.complete)})
                 reported = True
-            due = nic.next_wake(now)
-            wake = next_progress if due is None else min(next_progress, due)
+            wake = min(t for t in (next_progress, nic.next_wake(now), self.cable.next_due())
+                       if t is not None)
             ready, _, _ = select.select([self.sock, stdin], [], [],
                                         max(0.0, wake - time.monotonic()))
             if stdin in ready:
@@ -119,17 +127,19 @@ class Endpoint:
                     return
 
     def _receive(self, now: float) -> None:
-        """Hand every frame the socket holds to the NIC; what it does not consume (ARP,
-        anything not RoCE for its QPs) is the host kernel's, which sees it anyway."""
+        """Every frame the socket holds onto the cable, for the NIC when it arrives; what
+        the NIC does not consume (ARP, anything not RoCE for its QPs) is the host kernel's,
+        which sees it anyway."""
         first = True
         while (got := afpacket.recv_stamped(self.sock)) is not None:
             frame, kind, stamp = got
+            lag = 0.0 if stamp is None else max(0.0, time.time() - stamp)
             if first and stamp is not None:  # the batch's oldest frame: its wait is the lag
-                self.ingress_lag.record(max(0.0, time.time() - stamp))
+                self.ingress_lag.record(lag)
             first = False
             if kind == socket.PACKET_OUTGOING:  # kernels that ignore PACKET_IGNORE_OUTGOING
                 continue
-            self.nic.receive(frame, now)
+            self.cable.push(frame, now - lag)  # it left its sender when the kernel stamped it
 
     def _transmit(self, frame: bytes) -> None:
         """Send, waiting while the socket is full. A frame the kernel refuses (the veth

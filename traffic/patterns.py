@@ -141,8 +141,10 @@ def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
         node = hosts[name]
         if name not in addresses:
             raise PatternError(f"host {name} has no IP address on a lab link")
-        out[name] = {"iface": lab.topology.interfaces(name)[0], "time_scale": lab.node_time_scale(name),
-                     "speed_mbps": host_speed_mbps(lab, name), "timeout_s": timeout_s,
+        iface = lab.topology.interfaces(name)[0]
+        out[name] = {"iface": iface, "time_scale": lab.node_time_scale(name),
+                     "speed_mbps": host_speed_mbps(lab, name),
+                     "cable_m": lab.topology.cable_m(name, iface), "timeout_s": timeout_s,
                      "nic": nic_settings(node, nic).model_dump(),
                      "send": [], "receive": []}
     for i, flow in enumerate(flows):

@@ -3,7 +3,8 @@ built from its config_db.json), one ``SimHost`` per host, two ``Wire``s per link
 
 - a wire runs at the speed of the switch port at either end (PORT ``speed``; both ends of a
   switch-to-switch link must agree), divided by S;
-- its delay is the cable's (CABLE_LENGTH of the switch port, ~5 ns per metre) times S;
+- its delay is the cable's (``Topology.cable_m``: CABLE_LENGTH of the receiving switch port,
+  or towards a host of the sending one; ~5 ns per metre) times S;
 - each switch marks ECN where its ``rocelab.ecn-marking`` label says (``Node.ecn_marking``);
 - the seed derives every random choice: each switch's WRED draw and ECMP hash seed, and the
   flows' start jitter (``labs.runtimes.sim``), so a lab and a seed give one result.
@@ -59,8 +60,8 @@ class SimNetwork:
             self.hosts[node.name] = SimHost(self.engine, node.name, config, macs, time_scale)
         for link in topo.links:
             rate = self._rate_bps(link)
-            delay = cable_delay_ps(self._cable_m(link), time_scale)
             for src, dst in ((link.a, link.b), (link.b, link.a)):
+                delay = cable_delay_ps(topo.cable_m(dst.node, dst.iface), time_scale)
                 wire = Wire(self.engine, rate, delay, self._receiver(dst.node, dst.iface))
                 self.wires[src.node, src.iface] = wire
                 if src.node in self.switches:
@@ -91,9 +92,3 @@ class SimNetwork:
                            f"({' vs '.join(map(str, speeds))} Mb/s); the simulator needs one "
                            "rate per wire")
         return (speeds[0] if speeds else DEFAULT_SPEED_MBPS) * 1e6 / self.time_scale
-
-    def _cable_m(self, link) -> float:
-        metres = [self.topology.nodes[end.node].config.qos.cable_length_m.get(
-                      port_name(end.iface), 0)
-                  for end in (link.a, link.b) if self.topology.nodes[end.node].config]
-        return max(metres, default=0)

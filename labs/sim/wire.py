@@ -1,8 +1,9 @@
-"""One direction of a link: frames serialise at the port's rate and arrive, last bit first
-(store and forward), a propagation delay later.
+"""One direction of a link in virtual time: frames serialise at the port's rate and arrive,
+last bit first (store and forward), a propagation delay later (``fabric.model.cable``, the
+timing the live shells follow too).
 
 The senders (switch scheduler, NIC) already pace their frames at this rate; the wire still
-keeps its own ``free_ps`` so that a frame sent while another is on the wire (a PFC frame
+keeps its own time (``Cable.free``) so that a frame sent while another is on the wire (a PFC frame
 the switch returns "to send now") waits for it, as on a real port, instead of overtaking.
 Taps see every frame as the sender puts it on the wire and as the receiver gets it.
 """
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from fabric.model.cable import Cable, propagation_s
 from labs.sim.engine import PS, Engine
 
-SPEED_OF_LIGHT_IN_FIBRE_NS_PER_M = 5  # ~2/3 c: about 5 ns per metre
 Tap = Callable[[str, int, bytes], None]  # (direction "out"|"in", time_ps, frame)
 
 
@@ -23,10 +24,8 @@ class Wire:
                  deliver: Callable[[bytes], None]) -> None:
         self.engine = engine
         self.rate_bps = rate_bps
-        self.ps_per_byte = PS * 8 / rate_bps
-        self.delay_ps = delay_ps
+        self.cable = Cable(PS * 8 / rate_bps, delay_ps, round)
         self.deliver = deliver
-        self.free_ps = 0
         self.up = True
         self.tx_taps: list[Tap] = []  # as the sender transmits
         self.rx_taps: list[Tap] = []  # as the receiver gets it
@@ -34,15 +33,14 @@ class Wire:
 
     def send(self, frame: bytes) -> None:
         engine = self.engine
-        start = max(engine.now_ps, self.free_ps)
         # the frame's own bytes, as the senders' pacing counts them (no preamble or gap)
-        self.free_ps = start + round(len(frame) * self.ps_per_byte)
+        start, arrival = self.cable.send(len(frame), engine.now_ps)
         if not self.up:
             return
         self.frames += 1
         for tap in self.tx_taps:
             tap("out", start, frame)
-        engine.at(self.free_ps + self.delay_ps, self._arrive, frame)
+        engine.at(arrival, self._arrive, frame)
 
     def _arrive(self, frame: bytes) -> None:
         if not self.up:
@@ -54,4 +52,4 @@ class Wire:
 
 def cable_delay_ps(metres: float, time_scale: float) -> int:
     """Propagation over ``metres`` of cable, stretched by S like every data-plane time."""
-    return round(metres * SPEED_OF_LIGHT_IN_FIBRE_NS_PER_M * 1000 * time_scale)
+    return round(propagation_s(metres, time_scale) * PS)

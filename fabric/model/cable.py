@@ -1,0 +1,72 @@
+"""One direction of a cable: when a frame's last bit reaches the far end.
+
+A port serialises one frame at a time at its rate, and a frame arrives, last bit first
+(store and forward), a propagation delay after it left: ``CABLE_LENGTH`` metres at about
+5 ns per metre, stretched by S like every data-plane time. Both runtimes deliver frames
+at these times, so headroom is tested against the same round trip in both:
+
+- the simulator (``labs.sim.wire``) schedules each arrival in virtual time;
+- the live shells (the switch agent, the host endpoint) receive a frame from a veth the
+  moment its sender wrote it, which is when its first bit left; a ``DelayLine`` holds it
+  until its last bit would have crossed the cable. Without it, a live lab's frames arrive
+  a serialisation and a cable earlier than on a real link: a PFC pause stops its sender
+  after one frame instead of three, and the PGs go through XOFF/XON cycles about three
+  times as often as on the wire the configuration describes.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+
+NS_PER_METRE = 5  # ~2/3 c in fibre or copper: about 5 ns per metre
+
+
+def propagation_s(metres: float, time_scale: float) -> float:
+    """Propagation over ``metres`` of cable, in the lab's time (S times the real one)."""
+    return metres * NS_PER_METRE * 1e-9 * time_scale
+
+
+class Cable:
+    """Serialisation and propagation in whatever unit of time the caller keeps (seconds live,
+    integer picoseconds in the simulator: ``duration`` rounds there)."""
+
+    __slots__ = ("per_byte", "delay", "duration", "free")
+
+    def __init__(self, per_byte: float, delay: float,
+                 duration: Callable[[float], float] = float) -> None:
+        self.per_byte = per_byte  # time one byte takes on the wire
+        self.delay = delay  # propagation
+        self.duration = duration
+        self.free = 0  # when the sender finishes the frame on the wire
+
+    def send(self, nbytes: int, now: float) -> tuple[float, float]:
+        """A frame of ``nbytes`` offered at ``now``: when it starts (after the frame on the
+        wire, if any) and when its last bit arrives."""
+        start = max(now, self.free)
+        self.free = start + self.duration(nbytes * self.per_byte)
+        return start, self.free + self.delay
+
+
+class DelayLine:
+    """Frames received from a veth, released when they would have arrived over the cable.
+    Per port, in order: a frame never overtakes the one before it."""
+
+    __slots__ = ("cable", "frames")
+
+    def __init__(self, rate_bps: float, delay_s: float) -> None:
+        self.cable = Cable(8 / rate_bps, delay_s)
+        self.frames: deque[tuple[float, bytes]] = deque()
+
+    def push(self, frame: bytes, sent: float) -> None:
+        """``frame``, which its sender wrote to the veth at ``sent`` (the kernel's receive
+        stamp: a veth delivers at once), starting its first bit then."""
+        self.frames.append((self.cable.send(len(frame), sent)[1], frame))
+
+    def due(self, now: float) -> Iterator[bytes]:
+        """The frames that have arrived by ``now``, in order."""
+        frames = self.frames
+        while frames and frames[0][0] <= now:
+            yield frames.popleft()[1]
+
+    def next_due(self) -> float | None:
+        return self.frames[0][0] if self.frames else None
