@@ -23,7 +23,10 @@ class AgentClient:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
                 s.settimeout(self.timeout)
                 s.connect(self.control)
-                s.sendall(json.dumps({"cmd": cmd, **args}).encode() + b"\n")
+                try:
+                    s.sendall(json.dumps({"cmd": cmd, **args}).encode() + b"\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # turned away before it read the request: its reason is waiting
                 line = s.makefile("rb").readline()
         except (OSError, socket.timeout) as e:
             raise AgentError(f"agent at {self.control}: {e.strerror or e}") from None
