@@ -11,30 +11,35 @@ from rocelab.tasks.common import FAILED, USER_ERRORS, console, fail
 
 
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
-            "results": "folder for both runs (default: results/compare-<lab>-<time>/)",
-            "seed": "the simulated run's seed"})
-def compare(c, name, results="", seed=0):
+            "results": "folder for the runs (default: results/compare-<lab>-<time>/)",
+            "seeds": "how many simulated runs, seeds 0 .. N-1, to compare the live run with"})
+def compare(c, name, results="", seeds=5):
     """Each congestion scenario live and in virtual time at the lab's S, side by side:
-    verdicts, PFC frames, pause time, completion time, frames lost (docs/runtimes.md)."""
+    verdicts, PFC frames, pause time, completion time, frames lost; the live run against
+    the spread of several seeds (docs/runtimes.md)."""
     from checks import compare as cmp
     from checks import run as checks
     try:
+        if int(seeds) < 1:
+            raise ValueError(f"--seeds {seeds}: at least one simulated run is needed")
         folder = Path(results) if results else checks.fresh_results(
             f"compare-{labs.lab_name(name)}")
-        rows = cmp.compare(name, folder, say=console.print, seed=int(seed))
+        rows = cmp.compare(name, folder, say=console.print, seeds=range(int(seeds)))
     except USER_ERRORS as e:
         raise fail(e) from None
-    table = Table(title=f"live vs simulated at the lab's S ({folder})")
+    table = Table(title=f"live vs simulated at the lab's S, seeds 0-{int(seeds) - 1} ({folder})")
     for col in ("scenario", "verdict live / sim", *(f"{f} live / sim" for f in cmp.FIGURES)):
         table.add_column(col)
     for row in rows:
-        cells = [row.scenario, f"{row.live.get('verdict')} / {row.sim.get('verdict')}"
+        cells = [row.scenario, f"{row.live.get('verdict')} / "
+                 + "|".join(sorted(str(v) for v in row.sim_verdicts))
                  + ("" if row.verdicts_agree else " [red]differ[/]")]
         for f in cmp.FIGURES:
-            a, b = row.live.get(f), row.sim.get(f)
+            a, span = row.live.get(f), row.span(f)
             mark = "" if row.agrees(f) else " [yellow]>15%[/]"
-            cells.append(f"{a:.4g} / {b:.4g}{mark}" if a is not None and b is not None
-                         else f"{a} / {b}")
+            sim = "-" if span is None else (f"{span[0]:.4g}" if span[0] == span[1]
+                                            else f"{span[0]:.4g}..{span[1]:.4g}")
+            cells.append(f"{a:.4g} / {sim}{mark}" if a is not None else f"{a} / {sim}")
         table.add_row(*cells)
     console.print(table)
     if not all(r.verdicts_agree for r in rows):

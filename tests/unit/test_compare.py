@@ -20,13 +20,27 @@ def test_figures_and_agreement_within_the_tolerance(tmp_path):
     write_run(tmp_path / "live", "passed", 1000, 10.0, 7.0, {"lossy_limit": 5}, 0)
     write_run(tmp_path / "sim", "passed", 900, 11.9, 7.1, {}, 0)
     live, sim = figures(tmp_path / "live"), figures(tmp_path / "sim")
-    row = Row("lossless", live["lossless"], sim["lossless"])
+    row = Row("lossless", live["lossless"], [sim["lossless"]])
     assert live["lossless"]["lost"] == 0  # a lossy class's drops are not lossless losses
     assert row.verdicts_agree and row.agrees("pfc_sent") and row.agrees("elapsed_s")
     assert not row.agrees("paused_s")  # 10 vs 11.9: more than 15 % apart
 
 
 def test_an_inconclusive_live_run_cannot_disagree_but_a_real_verdict_can():
-    assert Row("x", {"verdict": "inconclusive"}, {"verdict": "passed"}).verdicts_agree
-    assert not Row("x", {"verdict": "failed"}, {"verdict": "passed"}).verdicts_agree
-    assert Row("x", {"lost": 0}, {"lost": 0}).agrees("lost")
+    assert Row("x", {"verdict": "inconclusive"}, [{"verdict": "passed"}]).verdicts_agree
+    assert not Row("x", {"verdict": "failed"}, [{"verdict": "passed"}]).verdicts_agree
+    assert Row("x", {"lost": 0}, [{"lost": 0}]).agrees("lost")
+
+
+def test_the_live_run_is_judged_against_the_spread_of_the_seeds():
+    sims = [{"pfc_sent": 82, "verdict": "passed"}, {"pfc_sent": 0, "verdict": "passed"},
+            {"pfc_sent": 6, "verdict": "passed"}]
+    assert Row("dcqcn", {"pfc_sent": 40}, sims).agrees("pfc_sent")  # inside 0..82
+    assert Row("dcqcn", {"pfc_sent": 0}, sims).agrees("pfc_sent")
+    assert Row("dcqcn", {"pfc_sent": 94}, sims).agrees("pfc_sent")  # within 15 % of 82
+    assert not Row("dcqcn", {"pfc_sent": 100}, sims).agrees("pfc_sent")
+    assert Row("dcqcn", {"verdict": "passed"}, sims).verdicts_agree
+    # a verdict that changes with the seed agrees with no live verdict
+    split = [*sims, {"verdict": "failed"}]
+    assert not Row("dcqcn", {"verdict": "passed"}, split).verdicts_agree
+    assert not Row("dcqcn", {"verdict": "failed"}, split).verdicts_agree
