@@ -13,10 +13,10 @@ RTM_DELROUTE withdraws. Each next hop's kernel interface maps to the switch's: `
 the switch has those from its config. A lost notification (ENOBUFS: the socket overflowed)
 triggers a full re-read of the table.
 
-IPv6 differs in one way: the kernel keeps an IPv6 multipath route as sibling routes, and a
-notification may carry one sibling only (one next hop deleted when its port goes down, or
-appended), so an IPv6 notification only marks its prefix; after the batch the IPv6 table
-is read back and each marked prefix takes the route it holds now (or is withdrawn). Next
+IPv6 differs in one way: the kernel keeps an IPv6 multipath route as sibling routes, and
+one sibling deleted alone is notified as RTM_DELROUTE of a one-hop route though the others
+stay, so an IPv6 notification only marks its prefix; after the batch the IPv6 table is read
+back and each marked prefix takes the route it holds now (or is withdrawn). Next
 hops are what the kernel has: global addresses, because ``fabric.frr`` has bgpd prefer the
 global next hop of an IPv6 peer; a link-local one would work as well (the switch resolves
 it on the route's interface).

@@ -15,6 +15,21 @@ the ASIC. In a switch namespace here the agent is the ASIC, so:
   answered twice); the agent counts frames for the switch's addresses it does not answer
   (TCP 179) as ``to_cpu``. The kernel's own frames (BGP, its ARP requests) leave through
   the veth directly, outside the emulated queues: control traffic is not paced.
+- **IPv6**, on the interfaces that have an IPv6 address only (the namespace starts with IPv6
+  off): ``forwarding=0``, no router advertisements taken or solicited, no duplicate address
+  detection (``accept_dad=0``, addresses ``nodad``: a session can start at once),
+  ``keep_addr_on_down=1`` (IPv6 would flush the addresses of a port set down, and the
+  session would not return with the link), ``net.ipv6.icmp.echo_ignore_all=1`` (the agent
+  answers ping). Linux has no ``arp_ignore`` for neighbour discovery: the kernel answers a
+  solicitation for its port addresses too, so a neighbour gets two advertisements for one
+  solicitation, both with the system MAC. The only difference is the router flag (the agent
+  sets it, a non-forwarding kernel does not), which flips in the neighbour's cache; Linux
+  acts on that flip only for default routes learned from router advertisements, which no
+  node here uses, so the duplicate is harmless and left alone. The kernel resolves its own
+  BGP peers with its own solicitations, which the peer's agent (and kernel) answer. Unlike
+  IPv4, a non-forwarding IPv6 kernel answers transit it has *no route* for with "no route"
+  (ICMPv6 unreachable) where the agent drops silently: a blackhole default in table
+  ``QUIET_TABLE``, looked up after the main table, keeps it silent.
 - **FRR per switch** (``start``): zebra and bgpd in the namespace, configured from
   ``fabric.frr.render``; the config in the lab's state folder (``<state>/frr/<node>``),
   the daemons' sockets, pid files and logs in ``FRR_RUN_ROOT/<lab>/<node>`` (owned by the
