@@ -25,7 +25,9 @@ shape for the FRR that runs in the switch's namespace:
 Departures from a real switch, for an emulator's needs (docs/lab-guide.md, BGP): zebra
 installs plain multipath routes rather than kernel nexthop groups (FRR 8.4 loses ECMP
 members of a group after a link flap), ``advertisement-interval 0`` and a 50 ms update
-coalescing so a lab converges in about a second.
+coalescing so a lab converges in about a second; with the IPv6 route-map,
+``bgp route-map delay-timer 0``: bgpd holds every session after reading its config until
+the route-map timer (5 s by default) has run, which made a dual-stack lab take 4 s to start.
 """
 from __future__ import annotations
 
@@ -50,9 +52,10 @@ def render(config: SwitchConfig, log_file: Path) -> str:
         f"hostname {config.hostname}",
         f"log file {log_file} informational",
         "no zebra nexthop kernel enable",
-        "!",
-        f"router bgp {bgp.asn}",
     ]
+    if 6 in session_families(bgp):  # route-maps in force at once (see the module doc)
+        lines.append("bgp route-map delay-timer 0")
+    lines += ["!", f"router bgp {bgp.asn}"]
     if bgp.router_id is not None:
         lines.append(f" bgp router-id {bgp.router_id}")
     lines += [

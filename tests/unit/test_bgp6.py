@@ -69,6 +69,8 @@ def test_each_neighbour_is_activated_in_the_family_of_its_address():
         assert loopbacks and {f"network {n}" for n in loopbacks} == {
             line for line in lines if line.startswith("network ")}
         assert {"redistribute connected", "maximum-paths 64"} <= set(lines)
+    # route-maps apply at once: bgpd holds every session until its route-map timer has run
+    assert text.index("bgp route-map delay-timer 0") < text.index("router bgp")
     tail = text.split("exit\n!\n", 1)[1].splitlines()
     assert tail[:2] == [f"route-map {FROM_PEER_V6} permit 100",
                         " set ipv6 next-hop prefer-global"]
@@ -76,7 +78,7 @@ def test_each_neighbour_is_activated_in_the_family_of_its_address():
 
 def test_an_ipv4_only_switch_renders_no_ipv6_family():
     text = render(parse(config(V4, "leaf1"), "x"), Path("/l"))
-    assert set(blocks(text)) == {"ipv4 unicast"} and "route-map" not in text
+    assert set(blocks(text)) == {"ipv4 unicast"} and "route-map" not in text  # nor its timer
 
 
 def test_a_peer_range_is_activated_in_the_families_of_its_prefixes():
