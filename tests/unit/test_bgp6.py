@@ -8,13 +8,14 @@ import socket
 from ipaddress import IPv6Address, IPv6Network, ip_address
 from pathlib import Path
 
+import pytest
 from pyroute2.netlink.rtnl.rtmsg import rtmsg
 from scapy.layers.inet import TCP, UDP
 from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from fabric.config import parse
+from fabric.config import ConfigError, parse
 from fabric.frr import FROM_PEER_V6, render
 from fabric.model.router import LearnedRoute
 from fabric.model.switch import Switch
@@ -249,3 +250,19 @@ def test_sim_without_ipv6_sessions_installs_no_ipv6_routes(tmp_path):
         node.config_path.write_text(json.dumps(data))
     tables = simbgp.routes(topology.load(path))
     assert tables and all(p.version == 4 for t in tables.values() for p in t)
+
+
+def test_an_ipv6_only_bgp_switch_needs_a_router_id():
+    """Its BGP identifier would be 0.0.0.0 (FRR takes an IPv4 address of the switch)."""
+    data = config(V6, "leaf1")
+    for table in ("INTERFACE", "VLAN_INTERFACE", "LOOPBACK_INTERFACE"):
+        data[table] = {k: v for k, v in data[table].items() if "." not in k}
+    data["BGP_NEIGHBOR"] = {a: f for a, f in data["BGP_NEIGHBOR"].items() if ":" in a}
+    with pytest.raises(ConfigError) as error:
+        parse(data, "leaf1.json")
+    assert str(error.value).startswith("leaf1.json: DEVICE_METADATA|localhost: bgp_router_id: "
+                                       "required field is missing (this switch has no IPv4")
+    data["DEVICE_METADATA"]["localhost"]["bgp_router_id"] = "10.255.9.9"
+    cfg = parse(data, "leaf1.json")
+    assert str(cfg.bgp.router_id) == "10.255.9.9"
+    assert set(blocks(render(cfg, Path("/l")))) == {"ipv6 unicast"}
