@@ -732,6 +732,13 @@ class _Draft:
         if router_id is None:  # Loopback0's IPv4 address, as bgpcfgd takes it
             router_id = next((a.ip for a in self.loopbacks.get("Loopback0", ())
                               if a.version == 4), None)
+        if router_id is None and all(a.version == 6 for _, a in self.l3_addresses()):
+            # FRR would take one of the switch's IPv4 addresses; with none its BGP
+            # identifier is 0.0.0.0, which every peer refuses: no session would come up
+            raise ConfigError(f"{path}: DEVICE_METADATA|localhost: bgp_router_id: required "
+                              "field is missing (this switch has no IPv4 address to take "
+                              "its 32-bit BGP router id from)",
+                              "DEVICE_METADATA|localhost|bgp_router_id")
         return Bgp(self.meta.bgp_asn, router_id, self.neighbors, self.peer_ranges)
 
     def l3_addresses(self) -> list[tuple[str, IPInterface]]:

@@ -45,8 +45,8 @@ from fabric.model.frames import (
 from fabric.model.ports import PortState
 from fabric.model.router import (
     ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S, ARP_TRIES as NDP_TRIES,
-    INCOMPLETE, MASKS6, NEW, PROBE, ROUTE_CACHE_MAX, L3Interface, Neighbor, NeighborCache, Route,
-    RoutingTable,
+    INCOMPLETE, MASKS6, NEW, PROBE, ROUTE_CACHE_MAX, L3Interface, LearnedRoute, Neighbor,
+    NeighborCache, Route, RoutingTable,
 )
 
 _LINK_LOCAL_MASK = MASKS6[10]  # fe80::/10
@@ -83,10 +83,13 @@ class Router6(NeighborCache):
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
-                 cpu: CpuCounters, ecmp_salt: int = 0, hash_flow_label: bool = False) -> None:
+                 cpu: CpuCounters, ecmp_salt: int = 0, hash_flow_label: bool = False,
+                 kernel_stack: bool = False) -> None:
         """``static_routes``: the IPv6 ones; ``local_ips``: every IPv6 address of the
         switch (interfaces, link-locals, loopbacks); ``hash_flow_label``: put the flow
-        label in the ECMP hash too."""
+        label in the ECMP hash too; ``kernel_stack``: as ``Router``'s (BGP's TCP to the
+        switch's addresses is the kernel's, not a drop)."""
+        self.kernel_stack = kernel_stack
         self.router_mac = router_mac
         self.ecmp_salt = ecmp_salt
         self.hash_flow_label = hash_flow_label
@@ -96,6 +99,7 @@ class Router6(NeighborCache):
         self.warnings: list[str] = []
         self.neighbors: dict[tuple[str, int], Neighbor] = {}
         self._statics = [self._static_route(sr) for sr in static_routes]
+        self._learned: dict[tuple[int, int], LearnedRoute] = {}  # FRR's, as in ``Router``
         self.table = RoutingTable(MASKS6)
         self._cache: dict[int, tuple[Neighbor, ...] | str] = {}
         self.rebuild()
@@ -146,6 +150,16 @@ class Router6(NeighborCache):
                     best, best_len = iface, plen
         return best
 
+    def learn(self, route: LearnedRoute | None, network: int, prefixlen: int) -> None:
+        """Install or withdraw (None) a protocol's route, as ``Router.learn``."""
+        if route is None:
+            self._learned.pop((network, prefixlen), None)
+        else:
+            self._learned[network, prefixlen] = route
+
+    def learned(self) -> dict[tuple[int, int], LearnedRoute]:
+        return dict(self._learned)
+
     def rebuild(self) -> None:
         """Recompute the active table from interface states, as ``Router.rebuild`` does."""
         table = RoutingTable(MASKS6)
@@ -160,6 +174,11 @@ class Router6(NeighborCache):
             hops = tuple(h for h in route.nexthops if h[1].up)
             if hops:
                 table.add(route._replace(nexthops=hops))
+        for (net, plen), learned in self._learned.items():
+            hops = tuple((ip, self.interfaces[name]) for ip, name in learned.nexthops
+                         if name in self.interfaces and self.interfaces[name].up)
+            if hops:
+                table.add(Route(net, plen, learned.distance, learned.source, hops, False, 6))
         self.table = table
         self._cache.clear()
         for key, nh in list(self.neighbors.items()):
@@ -256,7 +275,7 @@ class Router6(NeighborCache):
         """To one of our addresses or a multicast group: NS/NA (on-link only, hop limit
         255, valid checksum) and echo requests are served, nothing else."""
         if frame[off + 6] != IPPROTO_ICMPV6 or total < IPV6_HEADER_LEN + 8:
-            return NDP_NOT_FOR_US if _is_multicast(dst) else TO_ROUTER_UNSUPPORTED
+            return NDP_NOT_FOR_US if _is_multicast(dst) else self._unanswered
         icmp = off + IPV6_HEADER_LEN
         length = total - IPV6_HEADER_LEN
         kind = frame[icmp]
@@ -276,7 +295,7 @@ class Router6(NeighborCache):
             return TO_CPU
         ndp = parse_ndp(frame, icmp, length)
         if ndp is None:
-            return NDP_NOT_FOR_US if _is_multicast(dst) else TO_ROUTER_UNSUPPORTED
+            return NDP_NOT_FOR_US if _is_multicast(dst) else self._unanswered
         if frame[off + 7] != NDP_HOP_LIMIT or not icmpv6_valid(frame, icmp, length):
             return MALFORMED
         src = int.from_bytes(frame[off + 8:off + 24], "big")
@@ -310,6 +329,11 @@ class Router6(NeighborCache):
             return NDP_NOT_FOR_US
         self._learn(nh, mac, out, now)
         return TO_CPU
+
+    @property
+    def _unanswered(self) -> str:
+        """What a packet to our address that the router does not serve counts as."""
+        return TO_CPU if self.kernel_stack else TO_ROUTER_UNSUPPORTED
 
     @staticmethod
     def _on_link(iface: L3Interface, ip: int) -> bool:

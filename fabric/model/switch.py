@@ -48,9 +48,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, IPv6Network
 
-from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, SwitchConfig
+from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, IPNetwork, SwitchConfig
 from fabric.model.buffers import ADMITTED, IngressBuffers, PgBuffer
 from fabric.model.bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier
@@ -142,7 +142,8 @@ class Switch:
                               kernel_stack=config.bgp is not None)
         self._router6 = Router6(self.router_mac, interfaces,
                                 [r for r in config.static_routes if r.prefix.version == 6],
-                                local_ips6, self.cpu, ecmp_salt)
+                                local_ips6, self.cpu, ecmp_salt,
+                                kernel_stack=config.bgp is not None)
         self._now = 0.0
         self._next_sweep = 0.0
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)
@@ -361,17 +362,25 @@ class Switch:
         self._router.rebuild()
         self._router6.rebuild()
 
-    def update_routes(self, changes: dict[IPv4Network, LearnedRoute | None]) -> None:
-        """Install or withdraw (None) protocol routes, then rebuild the table once: the
-        switch's counterpart of SONiC's ROUTE_TABLE, fed by ``fabric.routesync`` (live) or
-        ``labs.sim.bgp`` (virtual time). A next hop through an interface the switch does
-        not have is left out."""
+    def update_routes(self, changes: dict[IPNetwork, LearnedRoute | None]) -> None:
+        """Install or withdraw (None) protocol routes, IPv4 and IPv6, then rebuild each
+        table once: the switch's counterpart of SONiC's ROUTE_TABLE, fed by
+        ``fabric.routesync`` (live) or ``labs.sim.bgp`` (virtual time). A next hop through
+        an interface the switch does not have is left out."""
         for prefix, route in changes.items():
-            self._router.learn(route, int(prefix.network_address), prefix.prefixlen)
-        self._router.rebuild()
+            router = self._router if prefix.version == 4 else self._router6
+            router.learn(route, int(prefix.network_address), prefix.prefixlen)
+        if any(prefix.version == 4 for prefix in changes):
+            self._router.rebuild()
+        if any(prefix.version == 6 for prefix in changes):
+            self._router6.rebuild()
 
-    def learned_routes(self) -> dict[IPv4Network, LearnedRoute]:
-        return {IPv4Network((net, plen)): r for (net, plen), r in self._router.learned().items()}
+    def learned_routes(self) -> dict[IPNetwork, LearnedRoute]:
+        learned: dict[IPNetwork, LearnedRoute] = {
+            IPv4Network((net, plen)): r for (net, plen), r in self._router.learned().items()}
+        learned |= {IPv6Network((net, plen)): r
+                    for (net, plen), r in self._router6.learned().items()}
+        return learned
 
     def classify(self, port: str, frame: bytes,
                  egress: str | None = None) -> tuple[int, int, int]:

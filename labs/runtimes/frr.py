@@ -15,6 +15,21 @@ the ASIC. In a switch namespace here the agent is the ASIC, so:
   answered twice); the agent counts frames for the switch's addresses it does not answer
   (TCP 179) as ``to_cpu``. The kernel's own frames (BGP, its ARP requests) leave through
   the veth directly, outside the emulated queues: control traffic is not paced.
+- **IPv6**, on the interfaces that have an IPv6 address only (the namespace starts with IPv6
+  off): ``forwarding=0``, no router advertisements taken or solicited, no duplicate address
+  detection (``accept_dad=0``, addresses ``nodad``: a session can start at once),
+  ``keep_addr_on_down=1`` (IPv6 would flush the addresses of a port set down, and the
+  session would not return with the link), ``net.ipv6.icmp.echo_ignore_all=1`` (the agent
+  answers ping). Linux has no ``arp_ignore`` for neighbour discovery: the kernel answers a
+  solicitation for its port addresses too, so a neighbour gets two advertisements for one
+  solicitation, both with the system MAC. The only difference is the router flag (the agent
+  sets it, a non-forwarding kernel does not), which flips in the neighbour's cache; Linux
+  acts on that flip only for default routes learned from router advertisements, which no
+  node here uses, so the duplicate is harmless and left alone. The kernel resolves its own
+  BGP peers with its own solicitations, which the peer's agent (and kernel) answer. Unlike
+  IPv4, a non-forwarding IPv6 kernel answers transit it has *no route* for with "no route"
+  (ICMPv6 unreachable) where the agent drops silently: a blackhole default in table
+  ``QUIET_TABLE``, looked up after the main table, keeps it silent.
 - **FRR per switch** (``start``): zebra and bgpd in the namespace, configured from
   ``fabric.frr.render``; the config in the lab's state folder (``<state>/frr/<node>``),
   the daemons' sockets, pid files and logs in ``FRR_RUN_ROOT/<lab>/<node>`` (owned by the
@@ -34,7 +49,7 @@ import time
 from pathlib import Path
 
 from fabric.config import SwitchConfig, port_name
-from fabric.frr import render, rendered
+from fabric.frr import render
 from labs.state import LabState
 from labs.topology import Node, Topology
 
@@ -42,6 +57,16 @@ FRR_BIN = Path("/usr/lib/frr")
 FRR_USER = "frr"
 FRR_RUN_ROOT = Path(os.environ.get("ROCELAB_FRR_RUN", "/run/rocelab-frr"))
 DAEMONS = ("zebra", "bgpd")
+# An interface with an IPv6 address: IPv6 on, the kernel a quiet host (no forwarding, no
+# router advertisements taken, no solicitations sent, no duplicate address detection so the
+# address is usable at once) that keeps its addresses when the port goes down and up.
+IPV6_SYSCTLS = {"forwarding": "0", "accept_ra": "0", "router_solicitations": "0",
+                "accept_dad": "0", "keep_addr_on_down": "1", "disable_ipv6": "0"}
+# IPv6 transit the kernel has no route for would be answered with "no route" from the
+# kernel (IPv4 drops it silently when not forwarding): a blackhole behind the main table
+# drops it silently, and stays out of what zebra and the route sync read (table 254).
+QUIET_TABLE = 1000
+QUIET_RULE_PREF = 32767
 SESSIONS_TIMEOUT_S = 30.0
 POLL_S = 0.1
 ESTABLISHED = "Established"
@@ -93,24 +118,43 @@ def kernel_l3(ns: str, config: SwitchConfig, ifaces: list[str]) -> None:
     sysctls = {"net.ipv4.ip_forward": "0", "net.ipv4.icmp_echo_ignore_all": "1",
                "net.ipv4.conf.all.send_redirects": "0",
                "net.ipv4.conf.default.send_redirects": "0",
-               "net.ipv4.conf.all.arp_ignore": "8", "net.ipv4.conf.all.arp_announce": "2"}
+               "net.ipv4.conf.all.arp_ignore": "8", "net.ipv4.conf.all.arp_announce": "2",
+               "net.ipv6.conf.all.forwarding": "0", "net.ipv6.icmp.echo_ignore_all": "1"}
     sysctls |= {f"net.ipv4.conf.{i}.send_redirects": "0" for i in ifaces}
-    _run(_in(ns, ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in sysctls.items())]),
-         f"sysctl in {ns}")
-    batch = [f"link set dev {iface} address {config.mac}" for iface in ifaces]
-    for iface in ifaces:
-        batch += [f"address add {a} dev {iface}"
-                  for a in config.interfaces.get(port_name(iface), ())]
-    for addrs in config.loopbacks.values():
-        batch += [f"address add {a} dev lo" for a in addrs]
+    _sysctl(ns, sysctls)
+    links = [f"link set dev {iface} address {config.mac}" for iface in ifaces]
+    addresses: dict[str, list] = {iface: list(config.interfaces.get(port_name(iface), ()))
+                                  for iface in ifaces}
+    addresses["lo"] = [a for addrs in config.loopbacks.values() for a in addrs]
     for vlan in config.vlans.values():
         if vlan.addresses:
-            batch += [f"link add {vlan.name} type bridge", f"link set dev {vlan.name} up"]
-            batch += [f"address add {a} dev {vlan.name}" for a in vlan.addresses]
-    proc = subprocess.run(["ip", "-n", ns, "-batch", "-"], input="\n".join(batch) + "\n",
+            links += [f"link add {vlan.name} type bridge", f"link set dev {vlan.name} up"]
+            addresses[vlan.name] = list(vlan.addresses)
+    _ip_batch(ns, links, "links")
+    v6 = [name for name, addrs in addresses.items() if any(a.version == 6 for a in addrs)]
+    if v6:  # after the MAC change: the link-local address is made from the system MAC
+        _sysctl(ns, {f"net.ipv6.conf.{name}.{key}": value for name in v6
+                     for key, value in IPV6_SYSCTLS.items()})
+    _ip_batch(ns, [f"address add {a} dev {name}" + (" nodad" if a.version == 6 else "")
+                   for name, addrs in addresses.items() for a in addrs], "addresses")
+    if v6:
+        _ip_batch(ns, [f"rule add pref {QUIET_RULE_PREF} table {QUIET_TABLE}",
+                       f"route add blackhole default table {QUIET_TABLE}"], "IPv6 rules",
+                  ("-6",))
+
+
+def _sysctl(ns: str, values: dict[str, str]) -> None:
+    _run(_in(ns, ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())]),
+         f"sysctl in {ns}")
+
+
+def _ip_batch(ns: str, commands: list[str], what: str, options: tuple[str, ...] = ()) -> None:
+    if not commands:
+        return
+    proc = subprocess.run(["ip", *options, "-n", ns, "-batch", "-"], input="\n".join(commands) + "\n",
                           capture_output=True, text=True, timeout=15)
     if proc.returncode != 0:
-        raise FrrError(f"addresses in {ns}: {proc.stderr.strip().splitlines()[-1:]}")
+        raise FrrError(f"{what} in {ns}: {proc.stderr.strip().splitlines()[-1:]}")
 
 
 def start(lab: str, node: Node, ns: str, state: LabState) -> None:
@@ -144,12 +188,19 @@ def vtysh_json(lab: str, node: str, command: str) -> dict:
 
 
 def sessions(lab: str, node: str) -> dict[str, dict]:
-    """bgpd's IPv4 sessions of ``node``: peer address -> state, AS, prefixes received."""
-    peers = vtysh_json(lab, node, "show bgp ipv4 unicast summary json").get("peers", {})
-    return {addr: {"state": p.get("state", "?"), "remote_as": p.get("remoteAs"),
-                   "description": p.get("desc", ""), "prefixes_received": p.get("pfxRcd", 0),
-                   "uptime_ms": p.get("peerUptimeMsec", 0)}
-            for addr, p in peers.items()}
+    """bgpd's sessions of ``node``, IPv4 and IPv6 (each in the address family it is
+    activated in): peer address -> state, AS, prefixes received."""
+    summary = vtysh_json(lab, node, "show bgp summary json")
+    out = {}
+    for family in summary.values():
+        if not isinstance(family, dict):
+            continue
+        for addr, p in family.get("peers", {}).items():
+            out[addr] = {"state": p.get("state", "?"), "remote_as": p.get("remoteAs"),
+                         "description": p.get("desc", ""),
+                         "prefixes_received": p.get("pfxRcd", 0),
+                         "uptime_ms": p.get("peerUptimeMsec", 0)}
+    return out
 
 
 def await_established(lab: str, nodes: list[Node], timeout_s: float = SESSIONS_TIMEOUT_S) -> float:
@@ -157,7 +208,7 @@ def await_established(lab: str, nodes: list[Node], timeout_s: float = SESSIONS_T
     the seconds it took. The error names each session that is not, and its state."""
     started = time.monotonic()
     deadline = started + timeout_s
-    waiting = {(n.name, str(a)): nb for n in nodes for a, nb in rendered(n.config.bgp).items()
+    waiting = {(n.name, str(a)): nb for n in nodes for a, nb in n.config.bgp.neighbors.items()
                if nb.admin_up}
     last: dict[tuple[str, str], str] = {}
     while waiting:

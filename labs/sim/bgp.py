@@ -7,8 +7,11 @@ it in each switch model the way the live agent installs FRR's routes
 - sessions: a ``BGP_NEIGHBOR`` entry (admin up) whose address is a directly wired neighbour
   switch's interface address, with the AS numbers agreeing at both ends (as bgpd would
   need to reach Established);
-- what a switch announces: its connected subnets (INTERFACE, VLAN_INTERFACE:
-  ``redistribute connected``) and loopbacks (``network``);
+- each family on its own (``fabric.frr`` activates a neighbour in the family of its
+  address): IPv4 sessions carry IPv4 prefixes, IPv6 sessions IPv6 ones, with the peer's
+  global address as next hop (bgpd prefers it: ``set ipv6 next-hop prefer-global``);
+- what a switch announces in a family: its connected subnets (INTERFACE, VLAN_INTERFACE:
+  ``redistribute connected``) and loopbacks (``network``) of that family;
 - path vector to a fixed point: a switch rejects a path holding its own AS (eBGP loop
   prevention), prefers the shortest AS path, and with ``multipath-relax`` installs every
   neighbour offering a path of that length (ECMP), the next hop being the neighbour's
@@ -23,10 +26,9 @@ iBGP (equal AS at both ends) and peer ranges are not computed: ``SimError`` says
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv4Address, IPv6Address
 
-from fabric.config import SwitchConfig, port_name
-from fabric.frr import rendered
+from fabric.config import IPNetwork, SwitchConfig, port_name
 from fabric.model.router import LearnedRoute
 from labs.sim.hostconfig import SimError
 from labs.topology import Topology
@@ -42,7 +44,7 @@ class Session:
 
     local: str
     peer: str
-    address: IPv4Address
+    address: IPv4Address | IPv6Address
     iface: str
 
 
@@ -50,7 +52,7 @@ def sessions(topo: Topology) -> list[Session]:
     """The sessions that would come up: configured at both ends, on a wire between them."""
     configs = {n.name: n.config for n in topo.switches
                if n.config is not None and n.config.bgp is not None}
-    owner: dict[IPv4Address, tuple[str, str]] = {}  # address -> (switch, its interface)
+    owner: dict[IPv4Address | IPv6Address, tuple[str, str]] = {}  # -> (switch, its interface)
     for name, config in configs.items():
         for iface, addr in _l3(config):
             owner[addr.ip] = (name, iface)
@@ -61,12 +63,13 @@ def sessions(topo: Topology) -> list[Session]:
         if config.bgp.peer_ranges:
             raise SimError(f"{name}: BGP_PEER_RANGE (dynamic neighbours) is not computed by "
                            "the sim runtime")
-        for address, nb in rendered(config.bgp).items():
+        for address, nb in config.bgp.neighbors.items():
             if not nb.admin_up or address not in owner:
                 continue
             peer, peer_iface = owner[address]
             peer_bgp = configs[peer].bgp
-            back = [b for b in rendered(peer_bgp).values() if b.admin_up and b.asn == config.bgp.asn
+            back = [b for b in peer_bgp.neighbors.values() if b.admin_up
+                    and b.asn == config.bgp.asn and b.address.version == address.version
                     and _iface_of(config, b.address) is not None]
             local_iface = _iface_of(config, address)
             if nb.asn != peer_bgp.asn or not back or local_iface is None:
@@ -81,18 +84,31 @@ def sessions(topo: Topology) -> list[Session]:
     return out
 
 
-def routes(topo: Topology) -> dict[str, dict[IPv4Network, LearnedRoute]]:
-    """Per BGP switch, the routes eBGP installs: prefix -> LearnedRoute (next hops sorted)."""
+def routes(topo: Topology) -> dict[str, dict[IPNetwork, LearnedRoute]]:
+    """Per BGP switch, the routes eBGP installs, IPv4 and IPv6: prefix -> LearnedRoute
+    (next hops sorted)."""
     configs = {n.name: n.config for n in topo.switches
                if n.config is not None and n.config.bgp is not None}
     links = sessions(topo)
-    origin = {name: {a.network for _, a in _l3(config)} for name, config in configs.items()}
+    out: dict[str, dict[IPNetwork, LearnedRoute]] = {name: {} for name in configs}
+    for version in (4, 6):
+        family = [s for s in links if s.address.version == version]
+        for name, table in _family_routes(configs, family, version).items():
+            out[name] |= table
+    return out
+
+
+def _family_routes(configs: dict[str, SwitchConfig], links: list[Session],
+                   version: int) -> dict[str, dict[IPNetwork, LearnedRoute]]:
+    """Path vector to a fixed point over one family's sessions (see the module doc)."""
+    origin = {name: {a.network for _, a in _l3(config) if a.version == version}
+              for name, config in configs.items()}
     # best[switch][prefix] = (AS path, [(next hop, iface)]); () for what it originates
-    best: dict[str, dict[IPv4Network, tuple[tuple[int, ...], list[Session]]]] = {
+    best: dict[str, dict[IPNetwork, tuple[tuple[int, ...], list[Session]]]] = {
         name: {prefix: ((), []) for prefix in prefixes} for name, prefixes in origin.items()}
     for _ in range(MAX_ROUNDS):
         changed = False
-        offers: dict[str, dict[IPv4Network, list[tuple[tuple[int, ...], Session]]]] = {
+        offers: dict[str, dict[IPNetwork, list[tuple[tuple[int, ...], Session]]]] = {
             name: {} for name in configs}
         for s in links:
             peer_asn = configs[s.peer].bgp.asn
@@ -114,7 +130,7 @@ def routes(topo: Topology) -> dict[str, dict[IPv4Network, LearnedRoute]]:
         if not changed:
             break
     else:
-        raise SimError(f"BGP did not converge in {MAX_ROUNDS} rounds")
+        raise SimError(f"BGP (IPv{version}) did not converge in {MAX_ROUNDS} rounds")
     return {name: {prefix: LearnedRoute(EBGP_DISTANCE, "bgp", tuple(
                        sorted((int(s.address), s.iface) for s in via)))
                    for prefix, (_, via) in table.items() if via}
@@ -122,22 +138,20 @@ def routes(topo: Topology) -> dict[str, dict[IPv4Network, LearnedRoute]]:
 
 
 def _l3(config: SwitchConfig):
-    """(interface, address) of every routed port, SVI and loopback: the IPv4 ones, the
-    family FRR runs (fabric.frr.rendered)."""
+    """(interface, address) of every routed port, SVI and loopback, both families."""
     for table in (config.interfaces, config.loopbacks):
         for name, addrs in table.items():
             for a in addrs:
-                if a.version == 4:
-                    yield name, a
+                yield name, a
     for vlan in config.vlans.values():
         for a in vlan.addresses:
-            if a.version == 4:
-                yield vlan.name, a
+            yield vlan.name, a
 
 
-def _iface_of(config: SwitchConfig, address: IPv4Address) -> str | None:
+def _iface_of(config: SwitchConfig, address: IPv4Address | IPv6Address) -> str | None:
     """The switch's interface whose subnet holds ``address`` (not a loopback)."""
     for name, a in _l3(config):
-        if address in a.network and not name.startswith("Loopback") and a.network.prefixlen < 32:
+        if a.version == address.version and address in a.network \
+                and not name.startswith("Loopback") and a.network.prefixlen < a.max_prefixlen:
             return name
     return None

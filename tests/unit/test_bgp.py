@@ -166,24 +166,6 @@ def test_ipv6_neighbour_is_checked_like_an_ipv4_one():
     assert "bgp_router_id" in bad(router_id) and "32 bits" in bad(router_id)
 
 
-def test_frr_and_the_sim_run_the_ipv4_sessions_of_a_dual_stack_config(tmp_path):
-    data = config("leaf1")
-    peer, _ = with_ipv6(data)
-    lines = [line.strip() for line in render(parse(data, "x"), Path("/run/x/frr.log"))
-             .splitlines()]
-    assert not [line for line in lines if peer in line or "fc00:ff::" in line]
-    address = first_neighbor(data)[0]
-    assert f"neighbor {address} activate" in lines
-    # the sim computes the same IPv4 routes with IPv6 addresses on the fabric
-    from tests.conftest import copy_lab
-    before = simbgp.routes(topology.load(LAB))
-    clab = copy_lab(tmp_path, "roce-v2-bgp")
-    (clab.parent / "configs" / "leaf1" / "config_db.json").write_text(json.dumps(data))
-    after = simbgp.routes(topology.load(clab))
-    assert all(p.version == 4 for table in after.values() for p in table)
-    assert {n: set(t) for n, t in after.items()} == {n: set(t) for n, t in before.items()}
-
-
 # --- FRR's configuration -------------------------------------------------------------------
 
 def test_render_follows_bgpcfgd():
