@@ -14,6 +14,7 @@ from checks import reference as ref
 from checks.test_reference import pfc_quanta
 from fabric import afpacket
 from fabric.model.frames import pfc_frame
+from fabric.model.cable import DelayLine
 from fabric.model.scheduler import Lateness
 from labs import topology
 from traffic import endpoint
@@ -146,6 +147,9 @@ def test_the_endpoint_records_the_oldest_frames_wait_once_per_batch(monkeypatch)
                         lambda sock: queue.pop(0) if queue else None)
     shell = endpoint.Endpoint.__new__(endpoint.Endpoint)  # no socket: no root needed
     shell.sock, shell.nic, shell.ingress_lag = None, FakeNic(), Lateness()
+    shell.cable = DelayLine(8e6, 0.0)  # a byte a microsecond, no propagation
     shell._receive(now)
-    assert shell.nic.frames == [b"a", b"c"]
     assert shell.ingress_lag.count == 1 and shell.ingress_lag.max >= 4e-3
+    # onto the cable from their kernel stamps, 3-4 ms ago: both arrived by now
+    assert shell.cable.next_due() < now
+    assert list(shell.cable.due(now)) == [b"a", b"c"]
