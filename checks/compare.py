@@ -13,7 +13,8 @@ The table is read from what the runs wrote: each check's outcome (summary.json) 
 scenario's figures (``congestion/<scenario>/summary.json``): PFC frames sent, seconds
 paused (switches and hosts, every priority), completion time, frames lost. Agreement: the
 live verdict is every seed's verdict, and each live figure lies within the seeds' range or
-within TOLERANCE of its nearer end (both zero counts as agreement).
+within TOLERANCE of its nearer end (both zero counts as agreement); frames lost agree when
+both runs lost some or both none.
 """
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ from labs import topology
 TOLERANCE = 0.15
 SCENARIOS = "congestion and not storm and not dscp"  # the incast scenarios
 FIGURES = ("pfc_sent", "paused_s", "elapsed_s", "lost")
+# Frames lost (drops beyond the lossy class's own, retransmissions) decide a lossless
+# verdict by being there or not; how many a lossy class loses follows RC's go-back-N
+# timing, not the fabric's configuration.
+PRESENCE = ("lost",)
 
 
 @dataclass
@@ -46,6 +51,8 @@ class Row:
         if a is None or span is None:
             return False
         lo, hi = span
+        if figure in PRESENCE:  # what decides a verdict: lost or not, not how many
+            return all((a > 0) == (b > 0) for b in span)
         return lo <= a <= hi or any(
             a == b or abs(a - b) <= TOLERANCE * max(abs(a), abs(b)) for b in span)
 

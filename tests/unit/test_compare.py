@@ -44,3 +44,10 @@ def test_the_live_run_is_judged_against_the_spread_of_the_seeds():
     split = [*sims, {"verdict": "failed"}]
     assert not Row("dcqcn", {"verdict": "passed"}, split).verdicts_agree
     assert not Row("dcqcn", {"verdict": "failed"}, split).verdicts_agree
+
+
+def test_frames_lost_agree_by_being_there_or_not():
+    sims = [{"lost": 16000}, {"lost": 24000}]
+    assert Row("lossy", {"lost": 40000}, sims).agrees("lost")
+    assert not Row("lossy", {"lost": 0}, sims).agrees("lost")
+    assert not Row("lossless", {"lost": 3}, [{"lost": 0}]).agrees("lost")
