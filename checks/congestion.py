@@ -247,17 +247,20 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
 
 def endpoint_problems(result: dict) -> list[str]:
     """Where the hosts' endpoints lost fidelity: frames the kernel dropped under them, and a
-    p99 ingress lag (kernel receive stamp to the endpoint taking the frame, over at least
-    MIN_FRAMES_FOR_P99 batches) beyond one MTU frame time, the switches' own rule
-    (``fabric.client.fidelity``). Simulated endpoints report neither: they cannot lag."""
+    p99 arrival lateness (the NIC got a frame later than its last bit crossed the cable,
+    over at least MIN_FRAMES_FOR_P99 releases; an endpoint without a cable: its ingress lag)
+    beyond one MTU frame time, the switches' own rule (``fabric.client.fidelity``).
+    Simulated endpoints report neither: they cannot lag."""
     problems = []
     for host, report in result["hosts"].items():
         if report.get("kernel_rx_drops"):
             problems.append(f"{host}: {report['kernel_rx_drops']} frames dropped in the "
                             f"kernel under its endpoint")
-        lag, frame_s = report.get("ingress_lag") or {}, report.get("mtu_frame_s")
+        key, what = ("arrival_lateness", "arrival lateness") if "arrival_lateness" in report \
+            else ("ingress_lag", "ingress lag")
+        lag, frame_s = report.get(key) or {}, report.get("mtu_frame_s")
         if frame_s and lag.get("count", 0) >= MIN_FRAMES_FOR_P99 and lag["p99_s"] > frame_s:
-            problems.append(f"{host}: p99 ingress lag {lag['p99_s'] * 1e3:.2f} ms > one MTU "
+            problems.append(f"{host}: p99 {what} {lag['p99_s'] * 1e3:.2f} ms > one MTU "
                             f"frame ({frame_s * 1e3:.2f} ms) under its endpoint")
     return problems
 

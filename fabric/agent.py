@@ -307,7 +307,10 @@ class Agent:
                 entry["kernel_rx_drops"] = port.poll_kernel_drops()
                 entry["tx_errors"] = port.tx_errors
                 entry["fault"] = port.fault
-                entry.setdefault("fidelity", {})["ingress_lag"] = port.ingress_lag.as_dict()
+                block = entry.setdefault("fidelity", {})
+                block["ingress_lag"] = port.ingress_lag.as_dict()
+                if port.line is not None:
+                    block["arrival_lateness"] = port.line.lateness.as_dict()
             counters["fidelity"] = fidelity(counters)
             counters["agent"] = self.status()
             return {"ok": True, "counters": counters}
@@ -322,6 +325,8 @@ class Agent:
                 port.poll_kernel_drops()
                 port.kernel_drops = port.ring.truncated = 0
                 port.ingress_lag = Lateness()
+                if port.line is not None:
+                    port.line.lateness = Lateness()
             return {"ok": True}
         if cmd == "clear_watermarks":
             self.switch.clear_watermarks(request["kind"])

@@ -99,11 +99,13 @@ def fidelity(counters: dict) -> dict:
     """Whether the emulation kept up, from a switch's counters (docs/design.md, "Keeping a
     real-time emulation honest"): ``{"ok": bool, "problems": [...]}``. A problem is a frame
     the kernel dropped under a port (a wire loss), a lossless PG that took more bytes after
-    XOFF than its headroom holds, or a paced port whose p99 lateness or p99 ingress lag,
-    over at least MIN_FRAMES_FOR_P99 frames (batches, for the lag), exceeds one MTU-sized
-    frame time: it did not dequeue at size/rate intervals, or frames waited in the kernel
-    longer than a frame takes on the wire before the switch saw them (in fabric time a
-    longer cable, and more bytes in flight after XOFF than the headroom was sized for).
+    XOFF than its headroom holds, or a paced port whose p99 lateness or p99 arrival
+    lateness, over at least MIN_FRAMES_FOR_P99 frames (releases, for arrivals), exceeds one
+    MTU-sized frame time: it did not dequeue at size/rate intervals, or frames reached the
+    model later than their last bit crossed the cable (``fabric.model.cable.DelayLine``: in
+    fabric time a longer cable, and more bytes in flight after XOFF than the headroom was
+    sized for). A port without a delay line (an agent of before) is judged by its raw
+    ingress lag, kernel stamp to taken.
     A switch run in virtual time (``virtual_time``) cannot fall behind: bytes after XOFF
     beyond its headroom are then the configuration's doing, and the drops they cause decide
     the verdict, not fidelity."""
@@ -119,7 +121,11 @@ def fidelity(counters: dict) -> dict:
             if not use["within"]:
                 problems.append(f"{name} PG {use['pg']}: {use['after_xoff_max']} B after XOFF "
                                 f"> headroom {use['headroom']} B")
-        for key, what in (("lateness", "lateness"), ("ingress_lag", "ingress lag")):
+        # frames read late but within their cable time arrive on time: with a delay line
+        # the verdict judges what is left over (arrival lateness), else the raw lag
+        lag = ("arrival_lateness", "arrival lateness") if "arrival_lateness" in block \
+            else ("ingress_lag", "ingress lag")
+        for key, what in (("lateness", "lateness"), lag):
             late = block.get(key, {})
             if paced and late.get("count", 0) >= MIN_FRAMES_FOR_P99 \
                     and late["p99_s"] > block["mtu_frame_s"]:

@@ -161,7 +161,8 @@ class Endpoint:
         self.kernel_drops += drops
         return {**self.nic.results(t0, now, timed_out),
                 "kernel_rx_drops": self.kernel_drops, "tx_errors": self.tx_errors,
-                "ingress_lag": self.ingress_lag.as_dict(), "mtu_frame_s": self.mtu_frame_s}
+                "ingress_lag": self.ingress_lag.as_dict(),
+                "arrival_lateness": self.cable.lateness.as_dict(), "mtu_frame_s": self.mtu_frame_s}
 
 
 def _hold_roce_port() -> socket.socket:

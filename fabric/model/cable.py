@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator
 
+from fabric.model.scheduler import Lateness
+
 NS_PER_METRE = 5  # ~2/3 c in fibre or copper: about 5 ns per metre
 
 
@@ -49,13 +51,20 @@ class Cable:
 
 class DelayLine:
     """Frames received from a veth, released when they would have arrived over the cable.
-    Per port, in order: a frame never overtakes the one before it."""
+    Per port, in order: a frame never overtakes the one before it.
 
-    __slots__ = ("cable", "frames")
+    ``lateness``: how much later than its arrival the shell took the first frame of each
+    release, the frame that waited longest (once per release, as ingress lag is measured
+    once per batch). A shell that reads a frame late but within its cable time delivers it
+    on time; what is left over is a longer cable than configured, and is what the fidelity
+    verdict judges (``fabric.client.fidelity``)."""
+
+    __slots__ = ("cable", "frames", "lateness")
 
     def __init__(self, rate_bps: float, delay_s: float) -> None:
         self.cable = Cable(8 / rate_bps, delay_s)
         self.frames: deque[tuple[float, bytes]] = deque()
+        self.lateness = Lateness()
 
     def push(self, frame: bytes, sent: float) -> None:
         """``frame``, which its sender wrote to the veth at ``sent`` (the kernel's receive
@@ -65,6 +74,8 @@ class DelayLine:
     def due(self, now: float) -> Iterator[bytes]:
         """The frames that have arrived by ``now``, in order."""
         frames = self.frames
+        if frames and frames[0][0] <= now:
+            self.lateness.record(now - frames[0][0])
         while frames and frames[0][0] <= now:
             yield frames.popleft()[1]
 

@@ -44,6 +44,16 @@ def test_delay_line_releases_frames_in_order_when_they_have_arrived():
     assert line.next_due() is None
 
 
+def test_the_line_records_how_late_each_release_came_after_its_first_arrival():
+    line = DelayLine(RATE, 5e-6)
+    line.push(b"a" * 100, 0.0)  # arrives at 105 us
+    line.push(b"b" * 10, 0.0)  # 115 us
+    assert list(line.due(300e-6)) == [b"a" * 100, b"b" * 10]
+    assert line.lateness.count == 1  # once per release, for the frame that waited longest
+    assert line.lateness.max == pytest.approx(195e-6)
+    assert list(line.due(400e-6)) == [] and line.lateness.count == 1
+
+
 def test_a_late_read_is_absorbed_by_the_cable_when_shorter_than_it():
     """Pushed with the kernel's stamp, a frame read late still arrives on time."""
     on_time, late = DelayLine(RATE, 5e-6), DelayLine(RATE, 5e-6)

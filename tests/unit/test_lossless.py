@@ -395,7 +395,8 @@ def test_clearing_fidelity_forgets_earlier_episodes_and_lateness_only():
     assert after["ports"][H2_PORT]["pfc_tx"] == before["ports"][H2_PORT]["pfc_tx"]
 
 
-@pytest.mark.parametrize("key, what", [("lateness", "lateness"), ("ingress_lag", "ingress lag")])
+@pytest.mark.parametrize("key, what", [("lateness", "lateness"), ("ingress_lag", "ingress lag"),
+                                       ("arrival_lateness", "arrival lateness")])
 @pytest.mark.parametrize("count, late", [(100, True), (99, False)])
 def test_lateness_fails_fidelity_only_over_enough_frames(count, late, key, what):
     """A p99 over a handful of frames is the worst one: it is reported, not judged. The
@@ -408,6 +409,16 @@ def test_lateness_fails_fidelity_only_over_enough_frames(count, late, key, what)
     assert verdict["ok"] is not late
     assert verdict["problems"] == ([f"Ethernet8: p99 {what} 3.00 ms > one MTU frame (2.00 ms)"]
                                    if late else [])
+
+
+def test_with_a_delay_line_a_lag_the_cable_absorbed_is_not_judged():
+    """A port with a delay line is judged by its frames' arrival lateness: a long ingress lag
+    whose frames still arrived on time over their cable is no problem."""
+    from fabric.client import fidelity
+    port = {"fidelity": {"mtu_frame_s": 2e-3, "headroom": [],
+                         "ingress_lag": {"count": 500, "p99_s": 3e-3, "max_s": 5e-3},
+                         "arrival_lateness": {"count": 500, "p99_s": 0.5e-3, "max_s": 1e-3}}}
+    assert fidelity({"time_scale": 3000, "ports": {"Ethernet8": port}})["ok"]
 
 
 @pytest.mark.parametrize("quanta", [{3: 0xFFFF}, {3: 0}, {3: 0x1234, 4: 7}])

@@ -122,10 +122,17 @@ def test_endpoint_lag_beyond_a_frame_time_loses_fidelity():
         "h2": {"kernel_rx_drops": 0, "ingress_lag": lag(0.5e-3, 500), "mtu_frame_s": frame_s},
         "h3": {"kernel_rx_drops": 0, "ingress_lag": lag(9e-3, 20), "mtu_frame_s": frame_s},
         "h4": {"kernel_rx_drops": 4},  # simulated: no lag reported
+        # on a cable: judged by what arrived late past it, not by the raw lag
+        "h5": {"kernel_rx_drops": 0, "ingress_lag": lag(3e-3, 500),
+               "arrival_lateness": lag(0.2e-3, 500), "mtu_frame_s": frame_s},
+        "h6": {"kernel_rx_drops": 0, "ingress_lag": lag(3e-3, 500),
+               "arrival_lateness": lag(2e-3, 500), "mtu_frame_s": frame_s},
     }}
     problems = congestion.endpoint_problems(result)
     assert problems == ["h1: p99 ingress lag 3.00 ms > one MTU frame (1.00 ms) under its "
-                        "endpoint", "h4: 4 frames dropped in the kernel under its endpoint"]
+                        "endpoint", "h4: 4 frames dropped in the kernel under its endpoint",
+                        "h6: p99 arrival lateness 2.00 ms > one MTU frame (1.00 ms) under its "
+                        "endpoint"]
 
 
 class FakeNic:
