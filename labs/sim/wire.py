@@ -42,7 +42,7 @@ class Wire:
         self.frames += 1
         for tap in self.tx_taps:
             tap("out", start, frame)
-        engine.at(self.free_ps + self.delay_ps, self._arrive, frame)
+        engine.later(self.free_ps + self.delay_ps, self._arrive, (frame,))
 
     def _arrive(self, frame: bytes) -> None:
         if not self.up:
