@@ -18,10 +18,12 @@ def test(c, unit=False):
     raise Exit(code=subprocess.call(args))
 
 
-@task(help={"only": "comma list of lifecycle, forwarding, incast (default: all)"})
+@task(help={"only": "comma list of lifecycle, forwarding, incast, sim, sim-suite "
+                     "(default: all)"})
 def bench(c, only=""):
     """Benchmarks: lab.up/down against bare iproute2, agent forwarding against a bare relay,
-    incast fidelity against S."""
+    incast fidelity against S, the simulator's speed and scale, and the check suite
+    simulated against live."""
     names = [name for name in only.split(",") if name]
     raise Exit(code=subprocess.call([sys.executable, "-m", "bench", *names]))
 

@@ -88,6 +88,7 @@ class Nic:
             else None)
         self.pause = PauseTimer(settings.roce.priority, line_bps)
         self.senders: list[SendFlow] = []
+        self._sampling: list[SendFlow] = []  # senders whose rate series may still grow
         self.receivers: dict[int, ReceiveFlow] = {}
         self.by_qpn: dict[int, SendFlow] = {}
         self.gated: dict[str, list[SendFlow]] = {}  # receive flow name -> senders it posts
@@ -139,6 +140,7 @@ class Nic:
                           after=flow.get("after"), index=len(self.senders),
                           paced_bps=self.line_bps)
         self.senders.append(sender)
+        self._sampling.append(sender)
         self.by_qpn[sender.qpn] = sender
         if sender.after is not None:
             self.gated.setdefault(sender.after, []).append(sender)
@@ -385,8 +387,9 @@ class Nic:
                 self._arm_rp(flow, now)
         if self.started and now >= self._next_sample:
             self._next_sample = now + self.rate_sample_s
-            for flow in self.senders:
-                self._sample_rate(flow, now)
+            # a fabric's thousands of QPs fill their share of points early: look only at
+            # those that can still take one
+            self._sampling = [f for f in self._sampling if self._sample_rate(f, now)]
 
     def next_wake(self, now: float) -> float | None:
         """The earliest time, not before ``now``, at which ``dequeue`` or ``poll`` may have
@@ -403,11 +406,14 @@ class Nic:
             wake = min(wake, due)
         return None if wake == math.inf else max(wake, now)
 
-    def _sample_rate(self, flow: SendFlow, now: float) -> None:
-        """A point of the flow's rate series: at each cut and each sampling tick."""
+    def _sample_rate(self, flow: SendFlow, now: float) -> bool:
+        """A point of the flow's rate series: at each cut and each sampling tick. False once
+        the series can take no more (full, or the flow done: both for good)."""
         series = flow.rate_series
-        if len(series) < self.max_rate_points and not flow.rc.done:
-            series.append([now, flow.rate(now)])
+        if len(series) >= self.max_rate_points or flow.rc.done:
+            return False
+        series.append([now, flow.rate(now)])
+        return len(series) < self.max_rate_points
 
     # --- results -------------------------------------------------------------------------
 

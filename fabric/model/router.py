@@ -278,7 +278,12 @@ class NeighborCache:
     """The neighbour cache both routers keep, ARP for IPv4 (``Router``) and neighbour
     discovery for IPv6 (``Router6``): entries created on demand, retried, given up, re-probed
     when old. A router sets the class constants and ``_request`` (one who-has or
-    solicitation); ``neighbors`` and ``_cache`` are its own."""
+    solicitation); ``neighbors`` and ``_cache`` are its own.
+
+    ``next_timer`` walks every entry, and its callers ask after every frame, so the answer is
+    kept until an entry's timer moves: a router sets ``timers_moved`` where it starts
+    resolving a next hop (``_send_ip``) or learns one (``_learn``); ``tick`` and ``_forget``
+    set it here."""
 
     TRIES: int
     RETRY_S: float
@@ -286,6 +291,8 @@ class NeighborCache:
     ETHERTYPE: int
     neighbors: dict[tuple[str, int], Neighbor]
     _cache: dict[int, tuple[Neighbor, ...] | str]
+    timers_moved = True  # next_timer must walk the entries again (an instance attribute once set)
+    _next_timer: float | None = None
 
     def neighbor(self, iface: L3Interface, ip: int) -> Neighbor:
         """The neighbour entry for ``ip`` on ``iface``, created if new."""
@@ -300,6 +307,7 @@ class NeighborCache:
             owner.settle(reason)
         nh.pending.clear()
         del self.neighbors[key]
+        self.timers_moved = True
         self._cache.clear()  # cached routes may hold this neighbour object
 
     def _request(self, nh: Neighbor, out: list, now: float) -> None:
@@ -307,6 +315,7 @@ class NeighborCache:
 
     def tick(self, now: float, out: list) -> None:
         """Retry or give up on unresolved next hops, re-probe old entries."""
+        self.timers_moved = True
         for key, nh in list(self.neighbors.items()):
             state = nh.state
             if state == INCOMPLETE or state == PROBE:
@@ -327,6 +336,8 @@ class NeighborCache:
     def next_timer(self) -> float | None:
         """When ``tick`` next has work: a retry of a next hop being resolved, or the end of
         a resolved one's lifetime (None: no neighbour has a timer running)."""
+        if not self.timers_moved:
+            return self._next_timer
         due = None
         for nh in self.neighbors.values():
             state = nh.state
@@ -338,6 +349,7 @@ class NeighborCache:
                 continue
             if due is None or at < due:
                 due = at
+        self._next_timer, self.timers_moved = due, False
         return due
 
 
@@ -538,6 +550,7 @@ class Router(NeighborCache):
             nh.state = INCOMPLETE
             nh.tries = 1
             nh.next_retry = now + ARP_RETRY_S
+            self.timers_moved = True
             self._request(nh, out, now)
         return HELD
 
@@ -612,6 +625,7 @@ class Router(NeighborCache):
     def _learn(self, nh: Neighbor, mac: bytes, out: list, now: float) -> None:
         """Record ``mac`` for ``nh`` and send what it held."""
         nh.resolved(mac, now)
+        self.timers_moved = True
         pending, nh.pending = nh.pending, []
         for owner, packet, prio, cls in pending:
             owner.settle(nh.iface.send(mac, ETH_P_IPV4, packet, prio, cls, out, now))

@@ -267,6 +267,7 @@ class Router6(NeighborCache):
             nh.state = INCOMPLETE
             nh.tries = 1
             nh.next_retry = now + NDP_RETRY_S
+            self.timers_moved = True
             self._request(nh, out, now)
         return HELD
 
@@ -343,6 +344,7 @@ class Router6(NeighborCache):
     def _learn(self, nh: Neighbor, mac: bytes, out: list, now: float) -> None:
         """Record ``mac`` for ``nh`` and send what it held."""
         nh.resolved(mac, now)
+        self.timers_moved = True
         pending, nh.pending = nh.pending, []
         for owner, packet, prio, cls in pending:
             owner.settle(nh.iface.send(mac, ETH_P_IPV6, packet, prio, cls, out, now))

@@ -158,6 +158,10 @@ class Switch:
         # what ``next_timer`` looks at: the PFC senders and the watchdogs there are
         self._senders = [s for p in self._ports.values() for s in p.pfc if s is not None]
         self._watchdogs = [w for p in self._ports.values() for w in p.egress.watchdogs.values()]
+        # their earliest timer (and the FDB sweep's), kept until one moves: a PFC frame sent
+        # (XOFF, refresh, XON), a tick (watchdog polls, the sweep), a watchdog rescaled
+        self._timers_moved = True
+        self._own_timer: float | None = None
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
         self._touched: set[str] = set()  # ports whose send schedule may have moved earlier
         self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
@@ -231,6 +235,7 @@ class Switch:
                 bridge.sweep(now)
             self._next_sweep = now + FDB_SWEEP_INTERVAL_S
         self._transmit(out, None, now)
+        self._timers_moved = True
         for port in self._ports.values():
             for sender in port.pfc:
                 if sender is not None and sender.xoff:
@@ -246,18 +251,20 @@ class Switch:
         FDB sweep; None when there is none. Call ``tick`` then, so refreshes leave when due
         whatever the caller's clock (the agent's, a virtual one). A received pause ending
         is not a tick's work: ``next_send_time`` counts a paused queue from its end."""
-        due = self._router.next_timer()
-        due6 = self._router6.next_timer()
-        if due6 is not None and (due is None or due6 < due):
-            due = due6
-        if self._vlans and (due is None or self._next_sweep < due):
-            due = self._next_sweep
-        for sender in self._senders:
-            if sender.xoff and (due is None or sender.next_refresh < due):
-                due = sender.next_refresh
-        for watchdog in self._watchdogs:
-            if due is None or watchdog.due < due:
-                due = watchdog.due
+        if self._timers_moved:
+            own = self._next_sweep if self._vlans else None
+            for sender in self._senders:
+                if sender.xoff and (own is None or sender.next_refresh < own):
+                    own = sender.next_refresh
+            for watchdog in self._watchdogs:
+                if own is None or watchdog.due < own:
+                    own = watchdog.due
+            self._own_timer, self._timers_moved = own, False
+        due = self._own_timer
+        for router in (self._router, self._router6):
+            at = router.next_timer()  # kept by the router until a neighbour's timer moves
+            if at is not None and (due is None or at < due):
+                due = at
         return due
 
     def set_watchdog_profile(self, profile: str) -> None:
@@ -266,6 +273,7 @@ class Switch:
         scale = self._watchdog_scale(profile, self.time_scale)
         for watchdog in self._watchdogs:
             watchdog.rescale(scale)
+        self._timers_moved = True
         self.pfc_watchdog = profile
 
     @staticmethod
@@ -613,8 +621,12 @@ class Switch:
 
     def _send_pfc(self, port: PortState, quanta: dict[int, int]) -> None:
         """Queue a PFC frame out of ``port`` for immediate transmission (control frames
-        bypass the queues), counted per priority."""
-        if not quanta or not port.up:
+        bypass the queues), counted per priority. A PFC sender that returned quanta moved its
+        refresh timer (``next_timer``)."""
+        if not quanta:
+            return
+        self._timers_moved = True
+        if not port.up:
             return
         self._control.append((port.name, pfc_frame(self.router_mac, quanta)))
         for priority in quanta:

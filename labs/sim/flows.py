@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabric.model.frames import pfc_frame
 from labs.nic import NicSettings
-from labs.sim.engine import to_ps
+from labs.sim.engine import few_collections, to_ps
 from labs.sim.host import SimHost
 from traffic.nic import MAX_RATE_POINTS, Nic
 
@@ -41,7 +41,8 @@ class SimRunning:
         self.points = max(50, min(MAX_RATE_POINTS, RATE_POINTS // max(1, senders)))
         self.addresses = lab.host_addresses()
         self.hops: dict[tuple[str, str], str] = {}  # (host, peer) -> next hop MAC, per run
-        self.nics = {name: self._nic(name, spec) for name, spec in specs.items()}
+        with few_collections():  # a fabric's QPs are millions of objects, all kept
+            self.nics = {name: self._nic(name, spec) for name, spec in specs.items()}
         self.t0 = engine.now
         self.limit_ps = engine.now_ps + to_ps(lab.sim_s(timeout_s))
         self.done = False
@@ -102,10 +103,11 @@ class SimRunning:
                 engine.run(self.limit_ps, stop=lambda: self.done)
         finally:
             now = engine.now
-            done = {name: {"event": "done",
-                           **nic.results(self.t0, now, timed_out=not nic.complete),
-                           "kernel_rx_drops": 0, "tx_errors": 0}
-                    for name, nic in self.nics.items()}
+            with few_collections():  # as many results, and rate series points
+                done = {name: {"event": "done",
+                               **nic.results(self.t0, now, timed_out=not nic.complete),
+                               "kernel_rx_drops": 0, "tx_errors": 0}
+                        for name, nic in self.nics.items()}
             for name in self.nics:
                 self.lab.net.hosts[name].nic = None
         return done, now - self.t0

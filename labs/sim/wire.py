@@ -40,7 +40,7 @@ class Wire:
         self.frames += 1
         for tap in self.tx_taps:
             tap("out", start, frame)
-        engine.at(arrival, self._arrive, frame)
+        engine.later(arrival, self._arrive, (frame,))
 
     def _arrive(self, frame: bytes) -> None:
         if not self.up:

@@ -550,6 +550,17 @@ def test_rate_series_has_a_point_per_cut_and_per_sampling_tick():
         [[round(t, 6), r] for t, r in series]
 
 
+def test_a_rate_series_keeps_its_first_points_up_to_its_share():
+    nic = Nic(SETTINGS, LINE, max_rate_points=3)
+    nic.add_sender(send_spec(100 * MTU, 1), nic.headers(
+        "data", src_mac=MAC_A, dst_mac=MAC_B, src_ip=IP_A, dst_ip=IP_B, sport=SPORT))
+    nic.start(0.0)
+    ticks = [k * nic.rate_sample_s for k in range(10)]
+    for now in ticks:
+        nic.poll(now)
+    assert [t for t, _ in nic.senders[0].rate_series] == ticks[:3]
+
+
 # -- the seam ---------------------------------------------------------------------------------
 
 

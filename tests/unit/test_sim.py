@@ -2,6 +2,7 @@
 driven in simulated time, determinism, and what it refuses. No root: it is one process."""
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from labs import lab as labs
 from labs import topology
 from labs.runtimes import sim
 from labs.runtimes.netns import LabError
-from labs.sim.engine import PS, Engine, to_ps
+from labs.sim.engine import GC_YOUNG_THRESHOLD, PS, Engine, to_ps
 from labs.sim.hostconfig import SimError, host_config
 from labs.sim.wire import Wire, cable_delay_ps
 from tests.conftest import TOPOLOGIES
@@ -27,6 +28,20 @@ def test_events_run_in_time_order_and_ties_in_scheduling_order():
     assert seen == ["a", "b"] and engine.now_ps == 25
     engine.run(100)
     assert seen == ["a", "b", "c", "d"]
+
+
+def test_the_collector_runs_rarely_while_events_run_and_as_before_after():
+    engine, seen = Engine(), []
+    before = gc.get_threshold()
+
+    def fails() -> None:
+        raise RuntimeError("a handler's bug")
+    engine.at(1, lambda: seen.append(gc.get_threshold()))
+    engine.at(2, fails)
+    with pytest.raises(RuntimeError):
+        engine.run(10)
+    assert seen == [(max(before[0], GC_YOUNG_THRESHOLD), *before[1:])]
+    assert gc.get_threshold() == before
 
 
 def test_a_deadline_in_ps_is_never_before_the_float_it_came_from():

@@ -1,0 +1,49 @@
+"""``Switch.next_timer`` keeps its answer between frames (the simulator asks after every
+arrival); asked between every change, it must still move as soon as a timer does: an XOFF
+starts a refresh, an XON ends it, a next hop being resolved retries, a resolved one expires,
+a port going down forgets its neighbours."""
+from __future__ import annotations
+
+from fabric.model.pause import MAX_QUANTA, pause_seconds
+from fabric.model.router import ARP_LIFETIME_S, ARP_RETRY_S
+from tests.unit.test_forwarding import (
+    H1, H1_IP, H3_IP, NEXTHOPS, RMAC, SPINE_MAC, SPINE_PORT, arp, expected_spine,
+    leaf1 as routed_leaf1, udp,
+)
+from tests.unit.test_lossless import (
+    H1_PORT, H2_PORT, RATE, blast_until_pfc, learned, leaf1, pfc_quanta,
+)
+
+
+def test_next_timer_follows_xoff_and_xon_when_asked_after_every_frame():
+    sw = learned(leaf1())
+    sw.tick(0.0)
+    idle = sw.next_timer()
+    assert idle is not None and sw.next_timer() == idle  # kept: nothing moved
+    blast_until_pfc(sw)
+    half = pause_seconds(MAX_QUANTA, RATE) / 2
+    assert sw.next_timer() == min(idle, half)  # XOFF at 0.0: its refresh
+    now, xon = 0.0, []
+    while not xon:  # drain h1's port, asking for the timer after every frame
+        now = max(now, sw.next_send_time(H1_PORT))
+        assert sw.dequeue(H1_PORT, now) is not None
+        xon = pfc_quanta(sw.take_control(), H2_PORT)
+        if not xon:
+            assert sw.next_timer() == min(idle, half)
+    assert sw.next_timer() == idle  # XON: no refresh left
+
+
+def test_next_timer_follows_a_next_hop_from_unresolved_to_resolved_to_forgotten():
+    sw = routed_leaf1()
+    router = sw._router
+    assert router.next_timer() is None  # no neighbour yet (and now kept)
+    sw.receive("Ethernet8", udp(RMAC, H1, H1_IP, H3_IP, sport=50000), 0.0)
+    assert router.next_timer() == ARP_RETRY_S  # the spine is being resolved
+    spine = expected_spine(H1_IP, H3_IP, 50000)
+    our_ip = "10.0.0.1" if spine == NEXTHOPS[0] else "10.0.0.3"
+    out = sw.receive(SPINE_PORT[spine], arp(2, SPINE_MAC[spine], spine, our_ip, dst_mac=RMAC,
+                                            hwdst=RMAC), 0.5)
+    assert [port for port, _ in out] == [SPINE_PORT[spine]]  # what it held goes out
+    assert router.next_timer() == 0.5 + ARP_LIFETIME_S  # resolved: re-probed when old
+    sw.set_port_up(SPINE_PORT[spine], False)
+    assert router.next_timer() is None  # forgotten with its port
