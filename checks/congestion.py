@@ -156,11 +156,14 @@ class Run(Observation):
                     for h in self.result["hosts"].values())
         return int(switches + hosts)
 
-    def paused_s(self, priority: int) -> float:
-        """Seconds of wall time transmitters spent paused on ``priority``, summed over every
-        switch port and host."""
-        switches = self._sum(lambda n, p, c: c["paused_s"][priority])
-        return switches + sum(h["paused_s"] for h in self.result["hosts"].values())
+    def paused_s(self, priority: int | None = None) -> float:
+        """Seconds of wall time transmitters spent paused on ``priority`` (None: on any),
+        summed over every switch port and host. A host's NIC pauses its RoCE priority only
+        (``paused_priority``), so it counts once, on that priority."""
+        switches = self._sum(lambda n, p, c: (
+            sum(c["paused_s"]) if priority is None else c["paused_s"][priority]))
+        return switches + sum(h["paused_s"] for h in self.result["hosts"].values()
+                              if priority is None or h.get("paused_priority") == priority)
 
     def marks(self) -> int:
         return int(self._sum(lambda n, p, c: c["ecn_marked"]))
@@ -190,7 +193,7 @@ class Run(Observation):
                 "retransmitted": self.flows("retransmitted"), "naks": self.flows("naks_received"),
                 "timeouts": self.flows("timeouts"), "cnps": self.cnps(), "ecn_marks": self.marks(),
                 "drops": self.drop_reasons(), "pfc_sent": self.pfc_sent(),
-                "paused_s": sum(self.paused_s(p) for p in range(8)),
+                "paused_s": self.paused_s(),
                 "pfc_frames_captured": self.pfc_frames, "fidelity": self.fidelity}
 
 

@@ -434,4 +434,5 @@ class Nic:
                 "line_rate_bps": self.line_bps,
                 "senders": [f.result(t0, now) for f in self.senders],
                 "receivers": [f.result() for f in self.receivers.values()],
-                "pfc_received": dict(self.pause.received), "paused_s": self.pause.paused_s}
+                "pfc_received": dict(self.pause.received), "paused_s": self.pause.paused_s,
+                "paused_priority": self.pause.priority}

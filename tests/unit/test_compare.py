@@ -51,3 +51,20 @@ def test_frames_lost_agree_by_being_there_or_not():
     assert Row("lossy", {"lost": 40000}, sims).agrees("lost")
     assert not Row("lossy", {"lost": 0}, sims).agrees("lost")
     assert not Row("lossless", {"lost": 3}, [{"lost": 0}]).agrees("lost")
+
+
+def test_a_hosts_pause_counts_once_on_its_own_priority(tmp_path):
+    """Switch ports pause per priority; a host's NIC pauses its RoCE priority only. The
+    total counted each host once per priority (eight times) before."""
+    from checks.congestion import Run
+
+    def port(paused: list[float]) -> dict:
+        return {"ports": {"Ethernet0": {"paused_s": paused}}}
+    run = Run(folder=tmp_path, traces={}, name="lossless",
+              before={"sw": port([0.0] * 8)},
+              after={"sw": port([0, 0, 0, 1.5, 0.5, 0, 0, 0])},
+              result={"hosts": {"h1": {"paused_s": 2.0, "paused_priority": 3},
+                                "h2": {"paused_s": 0.0, "paused_priority": 3}}})
+    assert run.paused_s() == 4.0
+    assert run.paused_s(3) == 3.5
+    assert run.paused_s(4) == 0.5

@@ -35,7 +35,7 @@ ACK_DELAY_S = 1e-3
 
 # today's endpoint "done" dict (tests/integration/test_endpoint.py and checks read these)
 RESULT_KEYS = {"timed_out", "time_scale", "line_rate_bps", "senders", "receivers",
-               "pfc_received", "paused_s"}
+               "pfc_received", "paused_s", "paused_priority"}
 SENDER_KEYS = {"name", "role", "qpn", "messages", "message_bytes", "messages_done", "bytes",
                "elapsed_s", "goodput_bps", "completion_s", "packets_sent",
                "payload_bytes_sent", "retransmitted", "naks_received", "timeouts",
