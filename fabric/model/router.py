@@ -353,7 +353,25 @@ class NeighborCache:
         return due
 
 
-class Router(NeighborCache):
+class LearnedRoutes:
+    """Routes a routing protocol installed (FRR's, through ``fabric.routesync``), by prefix,
+    kept alike by both routers; each merges them into its table in ``rebuild``."""
+
+    _learned: dict[tuple[int, int], LearnedRoute]
+
+    def learn(self, route: LearnedRoute | None, network: int, prefixlen: int) -> None:
+        """Install (``route``) or withdraw (None) a protocol's route for a prefix; the
+        caller rebuilds once after a batch."""
+        if route is None:
+            self._learned.pop((network, prefixlen), None)
+        else:
+            self._learned[network, prefixlen] = route
+
+    def learned(self) -> dict[tuple[int, int], LearnedRoute]:
+        return dict(self._learned)
+
+
+class Router(NeighborCache, LearnedRoutes):
     """Everything L3 of one switch. ``Switch`` hands it frames addressed to the router."""
 
     TRIES, RETRY_S, UNRESOLVED, ETHERTYPE = ARP_TRIES, ARP_RETRY_S, ARP_UNRESOLVED, ETH_P_IPV4
@@ -417,17 +435,6 @@ class Router(NeighborCache):
             hops.append((ip, iface))
         return Route(int(sr.prefix.network_address), sr.prefix.prefixlen, sr.distance,
                      "static", tuple(hops), sr.blackhole)
-
-    def learn(self, route: LearnedRoute | None, network: int, prefixlen: int) -> None:
-        """Install (``route``) or withdraw (None) a protocol's route for a prefix; the
-        caller rebuilds once after a batch."""
-        if route is None:
-            self._learned.pop((network, prefixlen), None)
-        else:
-            self._learned[network, prefixlen] = route
-
-    def learned(self) -> dict[tuple[int, int], LearnedRoute]:
-        return dict(self._learned)
 
     def _connected_interface(self, ip: int) -> L3Interface | None:
         best, best_len = None, -1

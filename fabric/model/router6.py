@@ -46,7 +46,7 @@ from fabric.model.ports import PortState
 from fabric.model.router import (
     ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S, ARP_TRIES as NDP_TRIES,
     INCOMPLETE, MASKS6, NEW, PROBE, ROUTE_CACHE_MAX, L3Interface, LearnedRoute, Neighbor,
-    NeighborCache, Route, RoutingTable,
+    LearnedRoutes, NeighborCache, Route, RoutingTable,
 )
 
 _LINK_LOCAL_MASK = MASKS6[10]  # fe80::/10
@@ -75,7 +75,7 @@ def _is_link_local(ip: int) -> bool:
     return ip & _LINK_LOCAL_MASK == LINK_LOCAL6
 
 
-class Router6(NeighborCache):
+class Router6(NeighborCache, LearnedRoutes):
     """Everything IPv6 of one switch. ``Switch`` hands it IPv6 frames to the router MAC
     (``ipv6_in``) and IPv6 multicast seen on an L3 interface (``multicast_in``)."""
 
@@ -149,16 +149,6 @@ class Router6(NeighborCache):
                 if ip & mask == net and plen > best_len:
                     best, best_len = iface, plen
         return best
-
-    def learn(self, route: LearnedRoute | None, network: int, prefixlen: int) -> None:
-        """Install or withdraw (None) a protocol's route, as ``Router.learn``."""
-        if route is None:
-            self._learned.pop((network, prefixlen), None)
-        else:
-            self._learned[network, prefixlen] = route
-
-    def learned(self) -> dict[tuple[int, int], LearnedRoute]:
-        return dict(self._learned)
 
     def rebuild(self) -> None:
         """Recompute the active table from interface states, as ``Router.rebuild`` does."""
