@@ -277,8 +277,9 @@ class RoutingTable:
 class NeighborCache:
     """The neighbour cache both routers keep, ARP for IPv4 (``Router``) and neighbour
     discovery for IPv6 (``Router6``): entries created on demand, retried, given up, re-probed
-    when old. A router sets the class constants and ``_request`` (one who-has or
-    solicitation); ``neighbors`` and ``_cache`` are its own.
+    when old, packets held while one resolves (``_send_ip``) and sent once it has (``_learn``).
+    A router sets the class constants and ``_request`` (one who-has or solicitation);
+    ``neighbors`` and ``_cache`` are its own.
 
     ``next_timer`` walks every entry, and its callers ask after every frame, so the answer is
     kept until an entry's timer moves: a router sets ``timers_moved`` where it starts
@@ -288,11 +289,37 @@ class NeighborCache:
     TRIES: int
     RETRY_S: float
     UNRESOLVED: str  # the drop reason of what waited for a next hop that never answered
+    QUEUE_FULL: str  # the drop reason of a packet beyond MAX_HELD waiting for one
+    MAX_HELD = ARP_MAX_HELD
     ETHERTYPE: int
     neighbors: dict[tuple[str, int], Neighbor]
     _cache: dict[int, tuple[Neighbor, ...] | str]
     timers_moved = True  # next_timer must walk the entries again (an instance attribute once set)
     _next_timer: float | None = None
+
+    def _send_ip(self, nh: Neighbor, packet: bytes, prio: int, cls: tuple, owner, out: list,
+                 now: float) -> str:
+        """Send a ready IP packet to a neighbour, or hold it while ARP or NDP resolves it."""
+        if nh.mac is not None:
+            return nh.iface.send(nh.mac, self.ETHERTYPE, packet, prio, cls, out, now)
+        if len(nh.pending) >= self.MAX_HELD:
+            return self.QUEUE_FULL
+        nh.pending.append((owner, packet, prio, cls))
+        if nh.state == NEW:
+            nh.state = INCOMPLETE
+            nh.tries = 1
+            nh.next_retry = now + self.RETRY_S
+            self.timers_moved = True
+            self._request(nh, out, now)
+        return HELD
+
+    def _learn(self, nh: Neighbor, mac: bytes, out: list, now: float) -> None:
+        """Record ``mac`` for ``nh`` and send what it held."""
+        nh.resolved(mac, now)
+        self.timers_moved = True
+        pending, nh.pending = nh.pending, []
+        for owner, packet, prio, cls in pending:
+            owner.settle(nh.iface.send(mac, self.ETHERTYPE, packet, prio, cls, out, now))
 
     def neighbor(self, iface: L3Interface, ip: int) -> Neighbor:
         """The neighbour entry for ``ip`` on ``iface``, created if new."""
@@ -375,6 +402,7 @@ class Router(NeighborCache, LearnedRoutes):
     """Everything L3 of one switch. ``Switch`` hands it frames addressed to the router."""
 
     TRIES, RETRY_S, UNRESOLVED, ETHERTYPE = ARP_TRIES, ARP_RETRY_S, ARP_UNRESOLVED, ETH_P_IPV4
+    QUEUE_FULL = ARP_QUEUE_FULL
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
@@ -545,22 +573,6 @@ class Router(NeighborCache, LearnedRoutes):
                            frame[off + 12:off + total]))
         return self._send_ip(nh, packet, prio, cls, ingress.counters, out, now)
 
-    def _send_ip(self, nh: Neighbor, packet: bytes, prio: int, cls: tuple, owner, out: list,
-                 now: float) -> str:
-        """Send a ready IPv4 packet to a neighbour, or hold it while ARP resolves it."""
-        if nh.mac is not None:
-            return nh.iface.send(nh.mac, ETH_P_IPV4, packet, prio, cls, out, now)
-        if len(nh.pending) >= ARP_MAX_HELD:
-            return ARP_QUEUE_FULL
-        nh.pending.append((owner, packet, prio, cls))
-        if nh.state == NEW:
-            nh.state = INCOMPLETE
-            nh.tries = 1
-            nh.next_retry = now + ARP_RETRY_S
-            self.timers_moved = True
-            self._request(nh, out, now)
-        return HELD
-
     def _local_in(self, frame: bytes, off: int, ihl: int, total: int, frag: int, proto: int,
                   tos: int, src: int, dst: int, out: list, now: float) -> str:
         """To one of our addresses: answer ICMP echo (from the address that was pinged,
@@ -628,14 +640,6 @@ class Router(NeighborCache, LearnedRoutes):
             reply = arp_packet(ARP_REPLY, self.router_mac, arp.tpa, arp.sha, arp.spa)
             self.cpu.count(iface.send(frame[6:12], ETH_P_ARP, reply, 0, CPU_CLASS, out, now))
         return TO_CPU
-
-    def _learn(self, nh: Neighbor, mac: bytes, out: list, now: float) -> None:
-        """Record ``mac`` for ``nh`` and send what it held."""
-        nh.resolved(mac, now)
-        self.timers_moved = True
-        pending, nh.pending = nh.pending, []
-        for owner, packet, prio, cls in pending:
-            owner.settle(nh.iface.send(mac, ETH_P_IPV4, packet, prio, cls, out, now))
 
     def _request(self, nh: Neighbor, out: list, now: float) -> None:
         """Broadcast a who-has for ``nh`` out of its interface (flooded on an SVI)."""

@@ -32,7 +32,7 @@ from typing import Iterable
 from fabric.config import StaticRoute
 from fabric.model.classify import CPU_CLASS
 from fabric.model.counters import (
-    BLACKHOLE, CpuCounters, FORWARDED, HELD, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED,
+    BLACKHOLE, CpuCounters, FORWARDED, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED,
     NDP_NOT_FOR_US, NDP_QUEUE_FULL, NDP_UNRESOLVED, NO_ROUTE, PORT_DOWN, TO_CPU,
     TO_ROUTER_UNSUPPORTED, TTL_EXPIRED,
 )
@@ -45,7 +45,7 @@ from fabric.model.frames import (
 from fabric.model.ports import PortState
 from fabric.model.router import (
     ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S, ARP_TRIES as NDP_TRIES,
-    INCOMPLETE, MASKS6, NEW, PROBE, ROUTE_CACHE_MAX, L3Interface, LearnedRoute, Neighbor,
+    MASKS6, NEW, PROBE, ROUTE_CACHE_MAX, L3Interface, LearnedRoute, Neighbor,
     LearnedRoutes, NeighborCache, Route, RoutingTable,
 )
 
@@ -80,6 +80,7 @@ class Router6(NeighborCache, LearnedRoutes):
     (``ipv6_in``) and IPv6 multicast seen on an L3 interface (``multicast_in``)."""
 
     TRIES, RETRY_S, UNRESOLVED, ETHERTYPE = NDP_TRIES, NDP_RETRY_S, NDP_UNRESOLVED, ETH_P_IPV6
+    QUEUE_FULL, MAX_HELD = NDP_QUEUE_FULL, NDP_MAX_HELD
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
@@ -245,22 +246,6 @@ class Router6(NeighborCache, LearnedRoutes):
         dst = int.from_bytes(frame[off + 24:off + 40], "big")
         return self._local_in(iface, frame, off, total, dst, out, now)
 
-    def _send_ip(self, nh: Neighbor, packet: bytes, prio: int, cls: tuple, owner, out: list,
-                 now: float) -> str:
-        """Send a ready IPv6 packet to a neighbour, or hold it while NDP resolves it."""
-        if nh.mac is not None:
-            return nh.iface.send(nh.mac, ETH_P_IPV6, packet, prio, cls, out, now)
-        if len(nh.pending) >= NDP_MAX_HELD:
-            return NDP_QUEUE_FULL
-        nh.pending.append((owner, packet, prio, cls))
-        if nh.state == NEW:
-            nh.state = INCOMPLETE
-            nh.tries = 1
-            nh.next_retry = now + NDP_RETRY_S
-            self.timers_moved = True
-            self._request(nh, out, now)
-        return HELD
-
     def _local_in(self, iface: L3Interface, frame: bytes, off: int, total: int, dst: int,
                   out: list, now: float) -> str:
         """To one of our addresses or a multicast group: NS/NA (on-link only, hop limit
@@ -330,14 +315,6 @@ class Router6(NeighborCache, LearnedRoutes):
     def _on_link(iface: L3Interface, ip: int) -> bool:
         return _is_link_local(ip) or any(ip & mask == net
                                          for _, net, mask, _ in iface.addresses6)
-
-    def _learn(self, nh: Neighbor, mac: bytes, out: list, now: float) -> None:
-        """Record ``mac`` for ``nh`` and send what it held."""
-        nh.resolved(mac, now)
-        self.timers_moved = True
-        pending, nh.pending = nh.pending, []
-        for owner, packet, prio, cls in pending:
-            owner.settle(nh.iface.send(mac, ETH_P_IPV6, packet, prio, cls, out, now))
 
     def _source_for(self, iface: L3Interface, ip: int) -> int | None:
         """The address to speak from toward ``ip``: link-local to a link-local, else the
