@@ -279,7 +279,8 @@ class NeighborCache:
     discovery for IPv6 (``Router6``): entries created on demand, retried, given up, re-probed
     when old, packets held while one resolves (``_send_ip``) and sent once it has (``_learn``).
     A router sets the class constants and ``_request`` (one who-has or solicitation);
-    ``neighbors`` and ``_cache`` are its own.
+    ``neighbors``, ``table`` and ``_cache`` are its own; ``resolve`` maps a destination to
+    its next-hop entries through them.
 
     ``next_timer`` walks every entry, and its callers ask after every frame, so the answer is
     kept until an entry's timer moves: a router sets ``timers_moved`` where it starts
@@ -293,9 +294,34 @@ class NeighborCache:
     MAX_HELD = ARP_MAX_HELD
     ETHERTYPE: int
     neighbors: dict[tuple[str, int], Neighbor]
+    table: RoutingTable
     _cache: dict[int, tuple[Neighbor, ...] | str]
     timers_moved = True  # next_timer must walk the entries again (an instance attribute once set)
     _next_timer: float | None = None
+
+    def resolve(self, dst: int) -> tuple[Neighbor, ...] | str:
+        """The next-hop neighbours for ``dst`` (one per ECMP member), or a drop reason;
+        cached per destination until the table changes."""
+        hops = self._cache.get(dst)
+        if hops is not None:
+            return hops
+        route = self.table.lookup(dst)
+        if route is None or not self._routable(dst):
+            hops = NO_ROUTE
+        elif route.blackhole:
+            hops = BLACKHOLE
+        else:
+            hops = tuple(self.neighbor(iface, dst if ip is None else ip)
+                         for ip, iface in route.nexthops)
+        if len(self._cache) >= ROUTE_CACHE_MAX:
+            self._cache.clear()
+        self._cache[dst] = hops
+        return hops
+
+    @staticmethod
+    def _routable(dst: int) -> bool:
+        """Whether a destination may be routed at all (IPv6: not link-local or multicast)."""
+        return True
 
     def _send_ip(self, nh: Neighbor, packet: bytes, prio: int, cls: tuple, owner, out: list,
                  now: float) -> str:
@@ -499,24 +525,6 @@ class Router(NeighborCache, LearnedRoutes):
         for key, nh in list(self.neighbors.items()):
             if not nh.iface.up:
                 self._forget(key, nh, PORT_DOWN)
-
-    def resolve(self, dst: int) -> tuple[Neighbor, ...] | str:
-        """The next-hop neighbours for ``dst`` (one per ECMP member), or a drop reason."""
-        hops = self._cache.get(dst)
-        if hops is not None:
-            return hops
-        route = self.table.lookup(dst)
-        if route is None:
-            hops = NO_ROUTE
-        elif route.blackhole:
-            hops = BLACKHOLE
-        else:
-            hops = tuple(self.neighbor(iface, dst if ip is None else ip)
-                         for ip, iface in route.nexthops)
-        if len(self._cache) >= ROUTE_CACHE_MAX:
-            self._cache.clear()
-        self._cache[dst] = hops
-        return hops
 
     # --- frames addressed to the router ------------------------------------------------
 

@@ -32,8 +32,8 @@ from typing import Iterable
 from fabric.config import StaticRoute
 from fabric.model.classify import CPU_CLASS
 from fabric.model.counters import (
-    BLACKHOLE, CpuCounters, FORWARDED, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED,
-    NDP_NOT_FOR_US, NDP_QUEUE_FULL, NDP_UNRESOLVED, NO_ROUTE, PORT_DOWN, TO_CPU,
+    CpuCounters, FORWARDED, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED,
+    NDP_NOT_FOR_US, NDP_QUEUE_FULL, NDP_UNRESOLVED, PORT_DOWN, TO_CPU,
     TO_ROUTER_UNSUPPORTED, TTL_EXPIRED,
 )
 from fabric.model.frames import (
@@ -45,7 +45,7 @@ from fabric.model.frames import (
 from fabric.model.ports import PortState
 from fabric.model.router import (
     ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S, ARP_TRIES as NDP_TRIES,
-    MASKS6, NEW, PROBE, ROUTE_CACHE_MAX, L3Interface, LearnedRoute, Neighbor,
+    MASKS6, NEW, PROBE, L3Interface, LearnedRoute, Neighbor,
     LearnedRoutes, NeighborCache, Route, RoutingTable,
 )
 
@@ -176,23 +176,10 @@ class Router6(NeighborCache, LearnedRoutes):
             if not nh.iface.up:
                 self._forget(key, nh, PORT_DOWN)
 
-    def resolve(self, dst: int) -> tuple[Neighbor, ...] | str:
-        """The next-hop neighbours for ``dst`` (one per ECMP member), or a drop reason."""
-        hops = self._cache.get(dst)
-        if hops is not None:
-            return hops
-        route = self.table.lookup(dst)
-        if route is None or _is_link_local(dst) or _is_multicast(dst):
-            hops = NO_ROUTE
-        elif route.blackhole:
-            hops = BLACKHOLE
-        else:
-            hops = tuple(self.neighbor(iface, dst if ip is None else ip)
-                         for ip, iface in route.nexthops)
-        if len(self._cache) >= ROUTE_CACHE_MAX:
-            self._cache.clear()
-        self._cache[dst] = hops
-        return hops
+    @staticmethod
+    def _routable(dst: int) -> bool:
+        """Link-local and multicast destinations are never routed."""
+        return not (_is_link_local(dst) or _is_multicast(dst))
 
     # --- frames addressed to the router ------------------------------------------------
 
