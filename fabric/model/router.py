@@ -279,8 +279,9 @@ class NeighborCache:
     discovery for IPv6 (``Router6``): entries created on demand, retried, given up, re-probed
     when old, packets held while one resolves (``_send_ip``) and sent once it has (``_learn``).
     A router sets the class constants and ``_request`` (one who-has or solicitation);
-    ``neighbors``, ``table`` and ``_cache`` are its own; ``resolve`` maps a destination to
-    its next-hop entries through them.
+    ``neighbors``, ``table`` and ``_cache`` are its own; ``rebuild`` makes the table from its
+    interfaces (``_subnets``), static and learned routes, and ``resolve`` maps a destination
+    to its next-hop entries through it.
 
     ``next_timer`` walks every entry, and its callers ask after every frame, so the answer is
     kept until an entry's timer moves: a router sets ``timers_moved`` where it starts
@@ -294,10 +295,45 @@ class NeighborCache:
     MAX_HELD = ARP_MAX_HELD
     ETHERTYPE: int
     neighbors: dict[tuple[str, int], Neighbor]
+    MASKS: list[int]  # the family's prefix masks, for its RoutingTable
+    VERSION: int  # 4 or 6, on the routes it builds
+    interfaces: dict[str, L3Interface]
+    _statics: list[Route]
+    _learned: dict[tuple[int, int], LearnedRoute]
     table: RoutingTable
     _cache: dict[int, tuple[Neighbor, ...] | str]
     timers_moved = True  # next_timer must walk the entries again (an instance attribute once set)
     _next_timer: float | None = None
+
+    def rebuild(self) -> None:
+        """Recompute the active table from interface states (a down interface takes its
+        connected subnets and the next hops through it away; a static route with no next
+        hop left is not installed, so a less specific one can take over; protocol routes
+        are bound to the interfaces by name) and forget the neighbours of down interfaces,
+        dropping what they held."""
+        table, version = RoutingTable(self.MASKS), self.VERSION
+        for iface in self.interfaces.values():
+            if iface.up:
+                for net, plen in self._subnets(iface):
+                    table.add(Route(net, plen, 0, "connected", ((None, iface),), False, version))
+        for route in self._statics:
+            if route.blackhole:
+                table.add(route._replace(nexthops=()))
+                continue
+            hops = tuple(h for h in route.nexthops if h[1].up)
+            if hops:
+                table.add(route._replace(nexthops=hops))
+        for (net, plen), learned in self._learned.items():
+            hops = tuple((ip, self.interfaces[name]) for ip, name in learned.nexthops
+                         if name in self.interfaces and self.interfaces[name].up)
+            if hops:
+                table.add(Route(net, plen, learned.distance, learned.source, hops, False,
+                                version))
+        self.table = table
+        self._cache.clear()
+        for key, nh in list(self.neighbors.items()):
+            if not nh.iface.up:
+                self._forget(key, nh, PORT_DOWN)
 
     def resolve(self, dst: int) -> tuple[Neighbor, ...] | str:
         """The next-hop neighbours for ``dst`` (one per ECMP member), or a drop reason;
@@ -428,7 +464,7 @@ class Router(NeighborCache, LearnedRoutes):
     """Everything L3 of one switch. ``Switch`` hands it frames addressed to the router."""
 
     TRIES, RETRY_S, UNRESOLVED, ETHERTYPE = ARP_TRIES, ARP_RETRY_S, ARP_UNRESOLVED, ETH_P_IPV4
-    QUEUE_FULL = ARP_QUEUE_FULL
+    QUEUE_FULL, MASKS, VERSION = ARP_QUEUE_FULL, MASKS, 4
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
@@ -498,33 +534,9 @@ class Router(NeighborCache, LearnedRoutes):
                     best, best_len = iface, plen
         return best
 
-    def rebuild(self) -> None:
-        """Recompute the active table from interface states (a down interface takes its
-        connected subnets and the next hops through it away; a static route with no next
-        hop left is not installed, so a less specific one can take over) and forget the
-        neighbours of down interfaces, dropping what they held."""
-        table = RoutingTable()
-        for iface in self.interfaces.values():
-            if iface.up:
-                for _, net, _, plen in iface.addresses:
-                    table.add(Route(net, plen, 0, "connected", ((None, iface),)))
-        for route in self._statics:
-            if route.blackhole:
-                table.add(route._replace(nexthops=()))
-                continue
-            hops = tuple(h for h in route.nexthops if h[1].up)
-            if hops:
-                table.add(route._replace(nexthops=hops))
-        for (net, plen), learned in self._learned.items():
-            hops = tuple((ip, self.interfaces[name]) for ip, name in learned.nexthops
-                         if name in self.interfaces and self.interfaces[name].up)
-            if hops:
-                table.add(Route(net, plen, learned.distance, learned.source, hops))
-        self.table = table
-        self._cache.clear()
-        for key, nh in list(self.neighbors.items()):
-            if not nh.iface.up:
-                self._forget(key, nh, PORT_DOWN)
+    @staticmethod
+    def _subnets(iface: L3Interface) -> list[tuple[int, int]]:
+        return [(net, plen) for _, net, _, plen in iface.addresses]
 
     # --- frames addressed to the router ------------------------------------------------
 

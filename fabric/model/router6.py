@@ -33,7 +33,7 @@ from fabric.config import StaticRoute
 from fabric.model.classify import CPU_CLASS
 from fabric.model.counters import (
     CpuCounters, FORWARDED, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED,
-    NDP_NOT_FOR_US, NDP_QUEUE_FULL, NDP_UNRESOLVED, PORT_DOWN, TO_CPU,
+    NDP_NOT_FOR_US, NDP_QUEUE_FULL, NDP_UNRESOLVED, TO_CPU,
     TO_ROUTER_UNSUPPORTED, TTL_EXPIRED,
 )
 from fabric.model.frames import (
@@ -80,7 +80,7 @@ class Router6(NeighborCache, LearnedRoutes):
     (``ipv6_in``) and IPv6 multicast seen on an L3 interface (``multicast_in``)."""
 
     TRIES, RETRY_S, UNRESOLVED, ETHERTYPE = NDP_TRIES, NDP_RETRY_S, NDP_UNRESOLVED, ETH_P_IPV6
-    QUEUE_FULL, MAX_HELD = NDP_QUEUE_FULL, NDP_MAX_HELD
+    QUEUE_FULL, MAX_HELD, MASKS, VERSION = NDP_QUEUE_FULL, NDP_MAX_HELD, MASKS6, 6
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
@@ -151,30 +151,9 @@ class Router6(NeighborCache, LearnedRoutes):
                     best, best_len = iface, plen
         return best
 
-    def rebuild(self) -> None:
-        """Recompute the active table from interface states, as ``Router.rebuild`` does."""
-        table = RoutingTable(MASKS6)
-        for iface in self.interfaces.values():
-            if iface.up:
-                for _, net, _, plen in iface.addresses6:
-                    table.add(Route(net, plen, 0, "connected", ((None, iface),), False, 6))
-        for route in self._statics:
-            if route.blackhole:
-                table.add(route._replace(nexthops=()))
-                continue
-            hops = tuple(h for h in route.nexthops if h[1].up)
-            if hops:
-                table.add(route._replace(nexthops=hops))
-        for (net, plen), learned in self._learned.items():
-            hops = tuple((ip, self.interfaces[name]) for ip, name in learned.nexthops
-                         if name in self.interfaces and self.interfaces[name].up)
-            if hops:
-                table.add(Route(net, plen, learned.distance, learned.source, hops, False, 6))
-        self.table = table
-        self._cache.clear()
-        for key, nh in list(self.neighbors.items()):
-            if not nh.iface.up:
-                self._forget(key, nh, PORT_DOWN)
+    @staticmethod
+    def _subnets(iface: L3Interface) -> list[tuple[int, int]]:
+        return [(net, plen) for _, net, _, plen in iface.addresses6]
 
     @staticmethod
     def _routable(dst: int) -> bool:
