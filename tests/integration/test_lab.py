@@ -143,6 +143,8 @@ def test_agent_survives_its_port_going_down_and_up(lab):
     for state in ("down", "up"):
         assert lab.exec("leaf1", ["ip", "link", "set", "eth4", state]).returncode == 0
     wait_for(lambda: all(link.up for link in lab.status()[1]))
+    # the kernel's link is up at once; the agent reopens its port at its next housekeeping
+    wait_for(lambda: lab.agent("leaf1").counters()["ports"]["Ethernet12"]["fault"] is None)
     assert agent_alive(lab.state.agents["leaf1"])
     assert lab.ping("h1", "h2", "10.1.1.12").ok
 
