@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv6Interface
 
@@ -212,11 +211,13 @@ def snapshot(lab: Lab) -> dict[str, dict]:
 
 
 def settled(lab: Lab, quiet: float = 0.15, timeout: float = 2.0) -> dict[str, dict]:
-    """Counters once they stop moving (frames in flight through the agents are counted)."""
-    deadline = time.monotonic() + timeout
+    """Counters once they stop moving between two looks ``quiet`` apart (frames in flight
+    through the agents are counted), looking at most ``timeout / quiet`` times. The lab's
+    own clock runs between looks (``Lab.wait``): wall time live, simulated time in sim,
+    where no wall second is slept and the answer does not depend on the machine's speed."""
     last = _essentials(snapshot(lab))
-    while time.monotonic() < deadline:
-        time.sleep(quiet)
+    for _ in range(max(1, round(timeout / quiet))):
+        lab.wait(quiet)
         now = snapshot(lab)
         if _essentials(now) == last:
             return now
@@ -236,17 +237,18 @@ def port_delta(run, switch: str, iface: str, key: str) -> int:
     return (run.after[switch]["ports"][port][key] - run.before[switch]["ports"][port][key])
 
 
-def quiet(lab: Lab, still: float = 0.5, timeout: float = 5.0) -> bool:
+def quiet(lab: Lab, still: float = 0.5, timeout: float = 5.0, step: float = 0.1) -> bool:
     """Wait until no switch port counted a frame for ``still`` seconds (True), or give up
-    at ``timeout`` (False)."""
-    deadline = time.monotonic() + timeout
-    last, since = _essentials(snapshot(lab)), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
+    at ``timeout`` (False), looking every ``step`` of the lab's own clock (``Lab.wait``)."""
+    last, unchanged = _essentials(snapshot(lab)), 0.0
+    for _ in range(max(1, round(timeout / step))):
+        lab.wait(step)
         now = _essentials(snapshot(lab))
         if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= still:
+            last, unchanged = now, 0.0
+            continue
+        unchanged += step
+        if unchanged >= still - 1e-9:
             return True
     return False
 
