@@ -106,6 +106,16 @@ class Observation:
     after: dict[str, dict] = field(default_factory=dict)
     pfc_frames: int = 0
     fidelity: dict = field(default_factory=dict)
+    loaded: dict[str, tuple[dict, list[dict]]] = field(default_factory=dict, repr=False)
+
+    def trace(self, switch: str) -> tuple[dict, list[dict]]:
+        """``switch``'s trace (``plots.load_trace``), read once for every plot and figure."""
+        if switch not in self.loaded:
+            self.loaded[switch] = plots.load_trace(self.traces[switch])
+        return self.loaded[switch]
+
+    def all_traces(self) -> list[tuple[dict, list[dict]]]:
+        return [self.trace(switch) for switch in self.traces]
 
 
 @dataclass(kw_only=True)
@@ -178,7 +188,7 @@ class Run(Observation):
         """The share of the time ``port`` of ``switch`` had a queue, from its first
         non-empty sample to its last, in which any PG of the switch was in XOFF (start-up
         and the idle tail do not dilute it)."""
-        _, samples = plots.load_trace(self.traces[switch])
+        _, samples = self.trace(switch)
         busy = [i for i, s in enumerate(samples) if any(s["ports"][port]["queue_bytes"])]
         if not busy:
             return 0.0
@@ -273,9 +283,9 @@ def draw(run: Run, incast: Incast) -> list[Path]:
     inputs = [port_name(iface) for iface, _, _ in incast.upstream]
     pg = run.after[incast.switch]["ports"][inputs[0]]["pgs"][str(incast.pg)]
     thresholds = {f"headroom PG{incast.pg}": pg["headroom"]}
-    return [plots.queue_plot(run.traces[incast.switch], incast.port,
+    return [plots.queue_plot(run.trace(incast.switch), incast.port,
                              run.folder / "queues.png", thresholds, pg_ports=inputs),
-            plots.pause_timeline(list(run.traces.values()), run.folder / "pauses.png"),
+            plots.pause_timeline(run.all_traces(), run.folder / "pauses.png"),
             plots.flow_plot(run.result["flows"], run.folder / "flows.png")]
 
 

@@ -17,24 +17,34 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 PRIORITIES = range(8)
+PIXELS = 2000  # twice the x axis of a 10-inch figure at 100 dpi: half a pixel is 1/PIXELS
 PG_WORDS = ("PG", "XOFF", "XON", "HEADROOM")  # a threshold naming one of these is ingress
 
 
 def load_trace(path: str | Path) -> tuple[dict, list[dict]]:
-    """(header, samples) of an agent trace. The agent may be stopped mid-write, so an
-    unparsable last line is dropped; an unparsable line elsewhere is corruption and raises."""
+    """(header, samples) of an agent trace, each sample whole: a line holds only the ports
+    (and pools) that changed since the line before (``fabric.trace.Trace``), so the others
+    are carried forward (the same objects: read them, do not change them). The agent may
+    be stopped mid-write, so an unparsable last line is dropped; an unparsable line
+    elsewhere is corruption and raises."""
     lines = [line for line in Path(path).read_text().splitlines() if line.strip()]
     if not lines:
         raise ValueError(f"{path}: empty trace (no header line)")
     header = json.loads(lines[0])
     samples = []
+    ports: dict[str, dict] = {}
+    pools: dict = {}
     for number, line in enumerate(lines[1:], start=2):
         try:
-            samples.append(json.loads(line))
+            sample = json.loads(line)
         except json.JSONDecodeError:
             if number == len(lines):
                 break
             raise ValueError(f"{path}:{number}: not a JSON sample") from None
+        ports = {**ports, **sample.get("ports", {})}
+        pools = sample.get("pools", pools)
+        sample["ports"], sample["pools"] = ports, pools
+        samples.append(sample)
     return header, samples
 
 
@@ -63,6 +73,32 @@ def pause_spans(samples: list[dict], port: str, priority: int) -> list[tuple[flo
     return spans
 
 
+def paused_priorities(samples: list[dict], port: str) -> list[int]:
+    """The priorities of ``port`` paused in some sample. One pass; a port state carried
+    forward unchanged (the same object, ``load_trace``) is looked at once."""
+    paused: set[int] = set()
+    last = None
+    for sample in samples:
+        entry = sample["ports"].get(port)
+        if entry is None or entry is last:
+            continue
+        last = entry
+        paused.update(p for p, left in enumerate(entry["pause_s"]) if left > 0)
+    return sorted(paused)
+
+
+def joined(spans: list[tuple[float, float]], gap: float) -> list[tuple[float, float]]:
+    """``spans`` (start, width) with those less than ``gap`` apart drawn as one: a PFC
+    storm pauses thousands of times, and bars closer than a pixel only cost drawing."""
+    out: list[tuple[float, float]] = []
+    for start, width in spans:
+        if out and start - (out[-1][0] + out[-1][1]) < gap:
+            out[-1] = (out[-1][0], max(out[-1][1], start + width - out[-1][0]))
+        else:
+            out.append((start, width))
+    return out
+
+
 def paused_rows(traces: list[tuple[dict, list[dict]]]
                 ) -> list[tuple[str, list[tuple[float, float]]]]:
     """One (label "node port P<n>", spans in s on a shared clock) per priority ever paused,
@@ -75,7 +111,7 @@ def paused_rows(traces: list[tuple[dict, list[dict]]]
     for header, samples in traces:
         shift = header["started"] - origin
         for port in header["ports"]:
-            for p in PRIORITIES:
+            for p in paused_priorities(samples, port):
                 spans = pause_spans(samples, port, p)
                 if spans:
                     rows.append((f"{header['node']} {port} P{p}",
@@ -120,18 +156,18 @@ def _empty(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=12)
 
 
-def queue_plot(trace_path: str | Path, port: str, out_png: str | Path,
+def queue_plot(trace: tuple[dict, list[dict]], port: str, out_png: str | Path,
                thresholds: dict[str, float] | None = None,
                pg_ports: Iterable[str] | None = None) -> Path:
     """Egress queue depth of ``port`` (top) and ingress PG occupancy (bottom) of
     ``pg_ports`` (default: ``port`` itself; under incast the PGs that fill are the ones of
-    the ports the traffic comes in on) over time, with optional threshold lines in bytes,
-    e.g. {"XOFF PG3": 123456, "ECN min": 50000}."""
-    header, samples = load_trace(trace_path)
+    the ports the traffic comes in on) over time, from a loaded trace (``load_trace``),
+    with optional threshold lines in bytes, e.g. {"XOFF PG3": 123456, "ECN min": 50000}."""
+    header, samples = trace
     pg_ports = list(pg_ports or [port])
     for name in (port, *pg_ports):
         if name not in header["ports"]:
-            raise KeyError(f"{trace_path}: port {name} not traced (traced: "
+            raise KeyError(f"trace of {header['node']}: port {name} not traced (traced: "
                            f"{', '.join(header['ports'])})")
     times = [s["t"] * 1e3 for s in samples if port in s.get("ports", {})]
     fig = Figure(figsize=(10, 7), layout="constrained")
@@ -162,11 +198,13 @@ def queue_plot(trace_path: str | Path, port: str, out_png: str | Path,
     return _save(fig, out_png)
 
 
-def pause_timeline(trace_paths: Iterable[str | Path], out_png: str | Path) -> Path:
-    """When each (node, port, priority) had its egress paused by received PFC, one row each;
-    a run without any pause still gets a figure that says so."""
-    traces = [load_trace(p) for p in trace_paths]
+def pause_timeline(traces: list[tuple[dict, list[dict]]], out_png: str | Path) -> Path:
+    """When each (node, port, priority) had its egress paused by received PFC, one row each,
+    from loaded traces (``load_trace``); a run without any pause still gets a figure that
+    says so."""
     rows = paused_rows(traces)
+    end = max((start + width for _, spans in rows for start, width in spans), default=0.0)
+    gap = end / PIXELS  # half a pixel of the x axis
     scales = sorted({header["time_scale"] for header, _ in traces})
     fig = Figure(figsize=(10, max(3.0, 1.0 + 0.45 * len(rows))), layout="constrained")
     ax = fig.subplots()
@@ -176,7 +214,7 @@ def pause_timeline(trace_paths: Iterable[str | Path], out_png: str | Path) -> Pa
         _empty(ax, "no PFC pause during the run")
         ax.set_yticks([])
     for y, (label, spans) in enumerate(rows):
-        ax.broken_barh([(start * 1e3, width * 1e3) for start, width in spans],
+        ax.broken_barh([(start * 1e3, width * 1e3) for start, width in joined(spans, gap)],
                        (y - 0.4, 0.8), color=f"C{y % 10}")
     if rows:
         ax.set_yticks(range(len(rows)), [label for label, _ in rows])

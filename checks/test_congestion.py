@@ -237,7 +237,7 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
         after = patterns.run(lab, [patterns.FlowSpec(source, stormer, 1 << 16, 1)],
                              pattern="after-storm", timeout_s=30, nic=DCQCN_OFF)
     record_fidelity(request, seen.fidelity)
-    record_plot(request, plots.pause_timeline(list(seen.traces.values()),
+    record_plot(request, plots.pause_timeline(seen.all_traces(),
                                               evidence.path("pauses.png")))
     watchdog = [c["ports"][port]["watchdog"][str(incast.queue)]["events"]
                 for c in (seen.before[incast.switch], seen.after[incast.switch])]

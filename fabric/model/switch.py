@@ -452,12 +452,16 @@ class Switch:
 
     @staticmethod
     def _port_sample(port: PortState, now: float) -> dict:
-        depth = port.egress.scheduler.depth_bytes
-        until = port.egress.pause.until
-        return {"queue_bytes": [depth(q) for q in range(8)],
+        # taken every sample interval of every traced port while the fabric is busy (the
+        # simulator writes a hundred thousand per check run): plain reads, and the pause
+        # list only worked out when some priority is paused
+        ends = port.egress.pause.ends
+        paused = max(ends) > now
+        return {"queue_bytes": [q.depth for q in port.egress.scheduler.queues],
                 "pg_bytes": [pg.used for pg in port.pgs],
                 "xoff": [pg.xoff for pg in port.pgs],
-                "pause_s": [round(max(0.0, until(p) - now), 9) for p in range(8)]}
+                "pause_s": [round(end - now, 9) if end > now else 0.0 for end in ends]
+                if paused else [0.0] * 8}
 
     def _port_counters(self, port: PortState, now: float) -> dict:
         """One port's counters: dispositions, per-PG buffer state, per-queue egress state,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from checks.plots import load_trace
 from labs import lab as labs
 from labs.topology import DEFAULT_TIME_SCALE
 from tests.integration.test_lab import NOTHING, traces
@@ -160,7 +161,7 @@ def test_incast_with_pfc_loses_nothing_and_pauses_upstream(up):
 def assert_trace_shows_congestion(path: Path, samples: int) -> None:
     """The time series caught the incast: queue 3 toward h1 filled, and PG 3 went into XOFF
     and back out on some upstream port."""
-    header, *lines = [json.loads(line) for line in path.read_text().splitlines()]
+    header, lines = load_trace(path)
     assert header["node"] == "leaf1" and "Ethernet8" in header["ports"]
     assert len(lines) == samples > 0
     assert max(s["ports"]["Ethernet8"]["queue_bytes"][3] for s in lines) > 0

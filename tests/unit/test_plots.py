@@ -55,6 +55,26 @@ def test_load_trace_refuses_an_empty_file(tmp_path):
         plots.load_trace(tmp_path / "t.jsonl")
 
 
+def test_load_trace_carries_unchanged_ports_and_pools_forward(tmp_path):
+    """A line names only what changed (``fabric.trace.Trace``): the rest is the last state."""
+    first, second = sample(0.0, queue3=100), sample(0.001, queue3=200)
+    del second["ports"]["Ethernet8"], second["pools"]
+    third = {"t": 0.002, "ports": {}}
+    _, samples = plots.load_trace(write_trace(tmp_path / "t.jsonl", [first, second, third]))
+    assert [s["ports"]["Ethernet0"]["queue_bytes"][3] for s in samples] == [100, 200, 200]
+    assert all(s["ports"]["Ethernet8"] == first["ports"]["Ethernet8"] for s in samples)
+    assert all(s["pools"] == first["pools"] for s in samples)
+
+
+def test_paused_priorities_and_joined_spans():
+    samples = [sample(0.0), sample(0.001, pause3=0.5), sample(0.002)]
+    assert plots.paused_priorities(samples, "Ethernet0") == [3]
+    assert plots.paused_priorities(samples, "Ethernet8") == []
+    spans = [(0.0, 1.0), (1.05, 1.0), (3.0, 0.5)]
+    assert plots.joined(spans, 0.1) == [(0.0, 2.05), (3.0, 0.5)]
+    assert plots.joined(spans, 0.01) == spans
+
+
 def test_nonzero_series_keeps_only_queues_that_were_ever_used():
     samples = [sample(0.0), sample(0.001, queue3=500), sample(0.002)]
     assert plots.nonzero_series(samples, "Ethernet0", "queue_bytes") == {3: [0, 500, 0]}
@@ -103,7 +123,7 @@ def test_queue_plot_writes_a_png(tmp_path):
     path = write_trace(tmp_path / "t.jsonl",
                        [sample(i / 1000, queue3=i * 100, pg3=i * 50) for i in range(50)],
                        tail='{"t"')
-    out = plots.queue_plot(path, "Ethernet0", tmp_path / "out" / "q.png",
+    out = plots.queue_plot(plots.load_trace(path), "Ethernet0", tmp_path / "out" / "q.png",
                            {"XOFF PG3": 2000, "ECN min": 3000})
     assert out == tmp_path / "out" / "q.png" and is_png(out)
 
@@ -111,12 +131,14 @@ def test_queue_plot_writes_a_png(tmp_path):
 def test_queue_plot_names_the_traced_ports_for_an_unknown_one(tmp_path):
     path = write_trace(tmp_path / "t.jsonl", [sample(0.0)])
     with pytest.raises(KeyError, match="Ethernet99 not traced.*Ethernet0, Ethernet8"):
-        plots.queue_plot(path, "Ethernet99", tmp_path / "q.png")
+        plots.queue_plot(plots.load_trace(path), "Ethernet99", tmp_path / "q.png")
 
 
 def test_pause_timeline_writes_a_png_with_and_without_pauses(tmp_path):
-    paused = write_trace(tmp_path / "a.jsonl", [sample(0.0, pause3=0.001), sample(0.001)])
-    idle = write_trace(tmp_path / "b.jsonl", [sample(0.0), sample(0.001)], node="spine1")
+    paused = plots.load_trace(write_trace(tmp_path / "a.jsonl",
+                                          [sample(0.0, pause3=0.001), sample(0.001)]))
+    idle = plots.load_trace(write_trace(tmp_path / "b.jsonl", [sample(0.0), sample(0.001)],
+                                        node="spine1"))
     assert is_png(plots.pause_timeline([paused, idle], tmp_path / "p.png"))
     assert is_png(plots.pause_timeline([idle], tmp_path / "none.png"))
 

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from checks.plots import load_trace
 from fabric.trace import MIN_MAX_BYTES, Trace, TracePathError, open_trace_file
 from fabric.model.frames import mac_bytes, pfc_frame
 from tests.unit.test_lossless import (
@@ -15,6 +16,7 @@ from tests.unit.test_lossless import (
 )
 
 POOL_NAME = "ingress_lossless_pool"
+IDLE_PORT = "Ethernet0"  # an uplink of leaf1 that the tests send nothing through
 
 
 def test_sample_shows_queue_depth_pg_occupancy_and_the_pause_left():
@@ -61,6 +63,30 @@ def test_trace_writes_a_header_then_one_line_per_interval(tmp_path):
     assert header["ports"] == [H1_PORT] and header["time_scale"] == sw.time_scale
     assert [s["t"] for s in samples] == [0.0, 0.001, 0.0103]
     assert list(samples[0]["ports"]) == [H1_PORT] and "pools" in samples[0]
+    # nothing moved on the idle switch: the later lines carry only the time
+    assert samples[1:] == [{"t": 0.001, "ports": {}}, {"t": 0.0103, "ports": {}}]
+
+
+def test_a_trace_line_holds_what_changed_and_reads_back_whole(tmp_path):
+    """Only the ports that moved are written (h2's ingress PG and h1's egress queue, not the
+    idle uplink); ``load_trace`` gives every sample whole, equal to what ``Switch.sample``
+    showed at that moment."""
+    sw = learned(leaf1())
+    path = tmp_path / "trace.jsonl"
+    ports = [H1_PORT, H2_PORT, IDLE_PORT]
+    trace = Trace(sw, "leaf1", open(path, "wb"), str(path), 0.001, ports, now=1.0)
+    expected = [sw.sample(1.0, ports)]
+    assert trace.poll(1.0)
+    for _ in range(3):
+        sw.receive(H2_PORT, udp_frame(26), 1.0005)
+    expected.append(sw.sample(1.001, ports))
+    assert trace.poll(1.001)
+    trace.close(1.002)
+    _, *lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert set(lines[0]["ports"]) == set(ports)
+    assert set(lines[1]["ports"]) == {H1_PORT, H2_PORT} and "pools" not in lines[1]
+    _, samples = load_trace(path)
+    assert [{"ports": s["ports"], "pools": s["pools"]} for s in samples] == expected
 
 
 def test_trace_ends_at_its_time_limit_with_the_reason():
