@@ -262,7 +262,8 @@ def endpoint_problems(result: dict) -> list[str]:
     """Where the hosts' endpoints lost fidelity: frames the kernel dropped under them, and a
     p99 arrival lateness (the NIC got a frame later than its last bit crossed the cable,
     over at least MIN_FRAMES_FOR_P99 releases; an endpoint without a cable: its ingress lag)
-    beyond one MTU frame time, the switches' own rule (``fabric.client.fidelity``).
+    beyond one MTU frame time, the switches' own rule (``fabric.client.fidelity``); a late
+    endpoint that ran without real-time scheduling (``fabric.realtime``) says why.
     Simulated endpoints report neither: they cannot lag."""
     problems = []
     for host, report in result["hosts"].items():
@@ -273,8 +274,10 @@ def endpoint_problems(result: dict) -> list[str]:
             else ("ingress_lag", "ingress lag")
         lag, frame_s = report.get(key) or {}, report.get("mtu_frame_s")
         if frame_s and lag.get("count", 0) >= MIN_FRAMES_FOR_P99 and lag["p99_s"] > frame_s:
+            scheduling = report.get("scheduling", "")
             problems.append(f"{host}: p99 {what} {lag['p99_s'] * 1e3:.2f} ms > one MTU "
-                            f"frame ({frame_s * 1e3:.2f} ms) under its endpoint")
+                            f"frame ({frame_s * 1e3:.2f} ms) under its endpoint"
+                            + (f" ({scheduling})" if scheduling.startswith("normal") else ""))
     return problems
 
 

@@ -44,6 +44,7 @@ from fabric.control import ControlError, ControlServer, TraceLimits
 from fabric.model.cable import DelayLine, propagation_s
 from fabric.model.scheduler import Lateness, wire_rate_bps
 from fabric.model.switch import Switch
+from fabric.realtime import realtime
 from fabric.routesync import RouteSync
 from fabric.trace import MIN_MAX_BYTES, Trace, TraceEnd, TracePathError, open_trace_file
 
@@ -469,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ControlError, OSError) as e:
         print(f"{args.name}: control socket {args.control}: {e}", file=sys.stderr)
         return 2
+    agent.log(realtime())
 
     if config.bgp is not None:
         try:

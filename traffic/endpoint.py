@@ -21,6 +21,8 @@ RC and answers CE marks with CNPs. This module is its live shell:
 - a UDP socket on port 4791 it never reads, as rxe's kernel socket does, so the host's
   kernel neither answers RoCE with ICMP port unreachable nor logs it;
 - what the kernel did to its frames: receive-ring drops and refused sends;
+- real-time scheduling where the host allows it (``fabric.realtime``), so that a frame
+  due now is taken now rather than after another process's time slice;
 - its ingress lag: from the kernel's receive stamp (SO_TIMESTAMPNS) of the oldest frame
   waiting to when the loop takes it, once per batch as the switch agents measure theirs
   (``fabric.agent``). A frame that waited longer than a frame takes on the wire arrived
@@ -47,6 +49,7 @@ from pathlib import Path
 
 from fabric import afpacket
 from fabric.model.cable import DelayLine, propagation_s
+from fabric.realtime import realtime
 from labs import nic as nics
 from traffic import hostnet, wire
 from fabric.model.scheduler import Lateness
@@ -80,6 +83,7 @@ class Endpoint:
         for f in spec.get("receive", []):
             self.nic.add_receiver(f, self._headers("ack", f), self._headers("cnp", f))
         self.kernel_drops = 0
+        self.scheduling = realtime()
         self.tx_errors = 0  # frames the kernel refused to send
 
     def _headers(self, kind: FrameKind, flow: dict) -> wire.Headers:
@@ -161,6 +165,7 @@ class Endpoint:
         self.kernel_drops += drops
         return {**self.nic.results(t0, now, timed_out),
                 "kernel_rx_drops": self.kernel_drops, "tx_errors": self.tx_errors,
+                "scheduling": self.scheduling,
                 "ingress_lag": self.ingress_lag.as_dict(),
                 "arrival_lateness": self.cable.lateness.as_dict(), "mtu_frame_s": self.mtu_frame_s}
 

@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from fabric import realtime
 from traffic import packets, patterns
 from traffic.capture import Capture
 
@@ -78,6 +79,11 @@ def test_incast_delivers_every_message_and_agrees_with_the_switches(lab):
     # h1's kernel saw RoCE for a port it holds: no ICMP port unreachable, no UDP errors
     for key in ("Icmp.OutDestUnreachs", "Udp.NoPorts"):
         assert icmp_after[key] == icmp_before[key], key
+    # as root, on a kernel that throttles real-time tasks, every endpoint ran SCHED_FIFO
+    expected = f"SCHED_FIFO priority {realtime.PRIORITY}"
+    if int(realtime.RT_RUNTIME.read_text()) >= 0:
+        assert {h: r["scheduling"] for h, r in result["hosts"].items()} == \
+            dict.fromkeys(result["hosts"], expected)
 
 
 def test_the_frames_on_the_wire_are_roce_wireshark_decodes_with_valid_icrcs(lab, tmp_path):

@@ -15,6 +15,7 @@ import sys
 import pytest
 from pyroute2 import netns
 
+from fabric import realtime
 from labs import lab as labs
 from labs import state as states
 from labs.runtimes.netns import LabError, agent_alive
@@ -123,6 +124,16 @@ def test_status_shows_agents_alive_links_up_and_counters(lab):
     leaf1 = next(n for n in nodes if n.name == "leaf1")
     assert leaf1.counters["ports"]["Ethernet8"]["rx_packets"] > 0  # h1's port carried traffic
     assert leaf1.counters["ports"]["Ethernet8"]["kernel_rx_drops"] == 0
+
+
+def test_agents_run_real_time_and_their_children_would_not(lab):
+    """As root, on a kernel that throttles real-time tasks, every agent asked for and got
+    SCHED_FIFO (``fabric.realtime``), not inherited by anything it starts."""
+    if int(realtime.RT_RUNTIME.read_text()) < 0:
+        pytest.skip("real-time tasks are not throttled on this kernel: agents stay normal")
+    policies = {a.node: os.sched_getscheduler(a.pid) for a in lab.state.agents.values()}
+    assert policies == dict.fromkeys(lab.state.agents,
+                                     os.SCHED_FIFO | os.SCHED_RESET_ON_FORK)
 
 
 def test_router_refuses_non_ip_frames_addressed_to_it(lab):

@@ -126,13 +126,20 @@ def test_endpoint_lag_beyond_a_frame_time_loses_fidelity():
         "h5": {"kernel_rx_drops": 0, "ingress_lag": lag(3e-3, 500),
                "arrival_lateness": lag(0.2e-3, 500), "mtu_frame_s": frame_s},
         "h6": {"kernel_rx_drops": 0, "ingress_lag": lag(3e-3, 500),
-               "arrival_lateness": lag(2e-3, 500), "mtu_frame_s": frame_s},
+               "arrival_lateness": lag(2e-3, 500), "mtu_frame_s": frame_s,
+               "scheduling": "SCHED_FIFO priority 1"},
+        "h7": {"kernel_rx_drops": 0, "arrival_lateness": lag(2e-3, 500),
+               "mtu_frame_s": frame_s,
+               "scheduling": "normal scheduling (SCHED_FIFO refused: Operation not permitted)"},
     }}
     problems = congestion.endpoint_problems(result)
     assert problems == ["h1: p99 ingress lag 3.00 ms > one MTU frame (1.00 ms) under its "
                         "endpoint", "h4: 4 frames dropped in the kernel under its endpoint",
                         "h6: p99 arrival lateness 2.00 ms > one MTU frame (1.00 ms) under its "
-                        "endpoint"]
+                        "endpoint",
+                        "h7: p99 arrival lateness 2.00 ms > one MTU frame (1.00 ms) under its "
+                        "endpoint (normal scheduling (SCHED_FIFO refused: Operation not "
+                        "permitted))"]
 
 
 class FakeNic:
