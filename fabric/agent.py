@@ -214,10 +214,21 @@ class Agent:
             push(frame, sent)
 
     def arrive(self, now: float) -> None:
-        """The held frames whose last bit has crossed their cable by ``now``, to the model."""
-        for name, line in self.lines:
-            if line.frames and line.frames[0][0] <= now:
-                self.receive(name, line.due(now))
+        """The held frames whose last bit has crossed their cable by ``now``, to the model
+        in the order they arrived. Frames due on several ports in one turn of the loop (it
+        woke a little late) are merged by arrival time, not taken port by port: in port
+        order, the first port's frames would always join a shared egress queue ahead of the
+        others', and its PG would drain faster than on a real switch."""
+        released = [(name, line.due(now)) for name, line in self.lines
+                    if line.frames and line.frames[0][0] <= now]
+        if len(released) == 1:
+            name, frames = released[0]
+            self.receive(name, [frame for _, frame in frames])
+        elif released:
+            for _, _, name, frame in sorted((at, i, name, frame)
+                                            for i, (name, frames) in enumerate(released)
+                                            for at, frame in frames):
+                self.receive(name, (frame,))
 
     def receive(self, name: str, frames: Iterable[bytes]) -> None:
         """Frames that arrived on port ``name`` through the model, each sent on as the model

@@ -107,7 +107,7 @@ class Endpoint:
         while True:
             now = time.monotonic()
             self._receive(now)
-            for frame in self.cable.due(now):
+            for _, frame in self.cable.due(now):
                 nic.receive(frame, now)
             nic.poll(now)
             while (frame := nic.dequeue(now)) is not None:

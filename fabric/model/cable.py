@@ -16,7 +16,7 @@ at these times, so headroom is tested against the same round trip in both:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from fabric.model.scheduler import Lateness
 
@@ -71,13 +71,17 @@ class DelayLine:
         stamp: a veth delivers at once), starting its first bit then."""
         self.frames.append((self.cable.send(len(frame), sent)[1], frame))
 
-    def due(self, now: float) -> Iterator[bytes]:
-        """The frames that have arrived by ``now``, in order."""
+    def due(self, now: float) -> list[tuple[float, bytes]]:
+        """The frames that have arrived by ``now``, in order, each with when it arrived (a
+        shell with several ports hands them to the model in that order across its ports)."""
         frames = self.frames
-        if frames and frames[0][0] <= now:
-            self.lateness.record(now - frames[0][0])
+        if not frames or frames[0][0] > now:
+            return []
+        self.lateness.record(now - frames[0][0])
+        out = []
         while frames and frames[0][0] <= now:
-            yield frames.popleft()[1]
+            out.append(frames.popleft())
+        return out
 
     def next_due(self) -> float | None:
         return self.frames[0][0] if self.frames else None

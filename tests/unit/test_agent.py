@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fabric.agent import IDLE_TICK_S, Agent
+from fabric.model.cable import DelayLine
 from fabric.model.pause import MAX_QUANTA, pause_seconds
 from tests.unit.test_lossless import RATE, blast_until_pfc, learned, leaf1
 
@@ -40,3 +41,25 @@ def test_pfc_watchdog_profile_command(agent):
     assert reply["ok"] is False and "storm-check" in reply["error"]
     assert agent.switch.pfc_watchdog == "storm-check"
     assert agent.control.stats["rejected"] == 1
+
+
+def test_frames_due_on_several_ports_reach_the_model_in_arrival_order(agent, monkeypatch):
+    """A loop that woke late finds frames due on two ports: interleaved by when each
+    arrived, not the first port's all before the second's."""
+    got = []
+    monkeypatch.setattr(agent, "receive", lambda name, frames: got.append((name, list(frames))))
+    first, second = DelayLine(RATE, 0.0), DelayLine(RATE, 0.0)
+    agent.lines = [("Ethernet0", first), ("Ethernet4", second)]
+    frame_s = 1000 * 8 / RATE
+    first.push(b"a1" * 500, 1.0)  # arrives at 1.0 + frame_s, then a2 a frame later
+    first.push(b"a2" * 500, 1.0)
+    second.push(b"b1" * 500, 1.0 + frame_s / 2)  # between them
+    agent.arrive(1.0 + 3 * frame_s)
+    assert [(name, frames[0][:2]) for name, frames in got] == [
+        ("Ethernet0", b"a1"), ("Ethernet4", b"b1"), ("Ethernet0", b"a2")]
+    got.clear()
+    first.push(b"a3" * 500, 2.0)  # one port alone: one call with its whole release
+    first.push(b"a4" * 500, 2.0)
+    agent.arrive(3.0)
+    assert [(name, [f[:2] for f in frames]) for name, frames in got] == [
+        ("Ethernet0", [b"a3", b"a4"])]
