@@ -27,6 +27,9 @@ class SendFlow:
     after: str | None = None  # a receive flow whose messages gate this one's (all-reduce)
     index: int = 0  # its place among the NIC's senders: ties in next_at go to the first
     next_at: float = 0.0  # may send from then on
+    # when an ACK, a NAK or a post last let it send again after it could not (window,
+    # messages): late credit never counts a frame as started before that
+    unblocked_at: float = 0.0
     last_sent: float | None = None  # start of the last frame sent (the pacing timeline)
     last_bits: int = 0  # its size
     paced_bps: float = 0.0  # the rate next_at was timed at (the NIC starts it at line rate)

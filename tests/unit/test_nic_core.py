@@ -533,6 +533,42 @@ def test_late_credit_keeps_the_rate_of_a_late_caller_but_gives_no_burst_after_a_
     assert paced.dequeue(paced.wire_free) is None
 
 
+def late_sender(window: int = 1024) -> Nic:
+    nic = Nic(UNPACED, LINE, late_credit=True)
+    nic.add_sender(send_spec(100 * MTU, 1, window=window), nic.headers(
+        "data", src_mac=MAC_A, dst_mac=MAC_B, src_ip=IP_A, dst_ip=IP_B, sport=SPORT))
+    nic.start(0.0)
+    return nic
+
+
+def test_late_credit_never_reaches_back_before_the_pause_ended():
+    """An XON taken half a frame late: the first frame starts at the XON, not a frame
+    before it, so the second cannot follow at once (two frames back to back)."""
+    nic = late_sender()
+    first = nic.dequeue(0.0)
+    roce = SETTINGS.roce.priority
+    nic.receive(pfc(roce, 0xFFFF), nic.wire_free)
+    xon_at = 1e-3
+    nic.receive(pfc(roce, 0), xon_at)
+    late = xon_at + frame_s(first) / 2
+    second = nic.dequeue(late)
+    assert nic.wire_free == pytest.approx(xon_at + frame_s(second))  # started at the XON
+    assert nic.dequeue(late) is None
+
+
+def test_late_credit_never_reaches_back_before_the_ack_that_opened_the_window():
+    nic = late_sender(window=1)
+    first = nic.dequeue(0.0)
+    assert nic.dequeue(1e-3) is None  # one packet in flight: the window is shut
+    acked_at = 1e-3
+    ack = wire.ack_frame(wire.Headers(MAC_B, MAC_A, IP_B, IP_A, dscp=SETTINGS.roce.dscp,
+                                      ecn=0, sport=SPORT), 0x100, 0xFFFFF0, 1)
+    assert nic.receive(ack, acked_at) is True
+    second = nic.dequeue(acked_at + frame_s(first) / 2)
+    assert nic.senders[0].last_sent == pytest.approx(acked_at)
+    assert nic.wire_free == pytest.approx(acked_at + frame_s(second))
+
+
 def test_rate_series_has_a_point_per_cut_and_per_sampling_tick():
     nic = sender_nic(SETTINGS, 100 * MTU, 1)
     nic.start(0.0)
