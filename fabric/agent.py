@@ -481,7 +481,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ControlError, OSError) as e:
         print(f"{args.name}: control socket {args.control}: {e}", file=sys.stderr)
         return 2
-    agent.log(realtime())
+    # timely wake-ups matter only where ports are paced; an unpaced agent forwards as fast
+    # as it can, and at a real-time priority would take a whole core from everything else
+    agent.log(realtime() if args.time_scale is not None else "normal scheduling (unpaced)")
 
     if config.bgp is not None:
         try:
