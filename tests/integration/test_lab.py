@@ -116,6 +116,7 @@ def test_tcp_crosses_the_fabric(lab):
 
 
 def test_status_shows_agents_alive_links_up_and_counters(lab):
+    assert lab.ping("h1", "h2", "10.1.1.12").ok  # traffic of its own, whatever ran before
     nodes, links = lab.status()
     switches = [n for n in nodes if n.agent_alive is not None]
     assert len(switches) == 4 and all(n.agent_alive for n in switches)
