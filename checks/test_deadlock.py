@@ -103,10 +103,6 @@ def test_deadlock_forms(request, lab, scenario, deadlock_dir, evidence):
     assert victims, "no flow on a healthy path was held up: the deadlock spread nowhere"
 
 
-def as_shipped(data: dict) -> None:
-    """No edit: a fresh copy of the lab as shipped."""
-
-
 def test_watchdog_breaks_deadlock(request, lab, scenario, deadlock_dir, evidence):
     """With the watchdog on (the lab as shipped), the deadlock forms and the watchdog
     detects it on the queues of the cycle, drops what they hold, and the cycle is gone.
@@ -128,7 +124,7 @@ def test_watchdog_breaks_deadlock(request, lab, scenario, deadlock_dir, evidence
                     f"+ polls at S = {lab.node_time_scale(scenario.switch):g} is {span:.0f} s "
                     f"of wall time here (limit {dl.LIVE_WAIT_LIMIT_S:.0f} s); run it with "
                     "--runtime sim")
-    with cg.variant(lab, "wd", deadlock_dir, as_shipped) as other:
+    with cg.variant(lab, "wd", deadlock_dir, actions.as_shipped) as other:
         start, end, result = run(other, scenario, span)
         other.wait(dl.fabric_wall(topo, HOLD_FABRIC_S))
         after = counters(other)

@@ -21,6 +21,7 @@ import pytest
 from checks import congestion as cg
 from checks import victim as vm
 from checks.report import record_evidence, record_fidelity
+from labs import actions
 from traffic import patterns
 
 QPS = 4
@@ -87,14 +88,17 @@ def figures(lab, scenario, results):
     folder.mkdir(exist_ok=True)
     mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
     size = incast.message_size(QPS, MESSAGES, mtu) * VOLUME
-    alone = patterns.run(lab, [victim.flow(size * QPS, MESSAGES)], pattern="victim-alone",
-                         timeout_s=120, nic=DCQCN_OFF)
-    table = {"victim": f"{victim.src}->{victim.dst}", "congested": f"{incast.switch} "
-             f"{incast.port}", "shared": [f"{incast.switch}:{i}" for i in victim.shared],
-             "pause_only": victim.why,
-             "alone_gbps": round(_goodput_gbps(alone["flows"][0], alone), 2),
-             "pfc-only": measure(lab, incast, victim, folder, "pfc-only", DCQCN_OFF),
-             "dcqcn": measure(lab, incast, victim, folder, "dcqcn", DCQCN_ON)}
+    # on a fresh copy: the runs' start phases, and so DCQCN's outcome, must not depend on
+    # which checks ran on the lab before
+    with cg.variant(lab, "victim", folder, actions.as_shipped) as fresh:
+        alone = patterns.run(fresh, [victim.flow(size * QPS, MESSAGES)],
+                             pattern="victim-alone", timeout_s=120, nic=DCQCN_OFF)
+        table = {"victim": f"{victim.src}->{victim.dst}", "congested": f"{incast.switch} "
+                 f"{incast.port}", "shared": [f"{incast.switch}:{i}" for i in victim.shared],
+                 "pause_only": victim.why,
+                 "alone_gbps": round(_goodput_gbps(alone["flows"][0], alone), 2),
+                 "pfc-only": measure(fresh, incast, victim, folder, "pfc-only", DCQCN_OFF),
+                 "dcqcn": measure(fresh, incast, victim, folder, "dcqcn", DCQCN_ON)}
     (folder / "victim.json").write_text(json.dumps(table, indent=1) + "\n")
     return {**table, "file": folder / "victim.json"}
 

@@ -94,6 +94,11 @@ def pfc_storm(lab, host: str, priority: int, seconds: float) -> Storm:
 # --- variants --------------------------------------------------------------------------
 
 
+def as_shipped(data: dict) -> None:
+    """No edit: a fresh copy of the lab as shipped, for a check whose outcome must not
+    depend on what ran on the lab before it (neighbour caches, its clock, a failed link)."""
+
+
 def without_pfc(data: dict) -> None:
     """Every port's ``pfc_enable`` removed: the RoCE PG becomes lossy."""
     for entry in data.get("PORT_QOS_MAP", {}).values():
