@@ -57,12 +57,29 @@ class Incast:
     queue: int  # ... and egress queue
     pool: int  # the congested switch's ingress buffer, bytes
 
-    def message_size(self, qps: int, messages: int, mtu: int) -> int:
+    @property
+    def inputs(self) -> int:
+        """The ports the incast enters the congested switch by, at most: a local sender's
+        own, and the uplinks the remote ones share (an oversubscribed leaf has fewer)."""
+        return max(2, min(len(self.senders), len(self.upstream)))
+
+    def message_size(self, qps: int, messages: int, mtu: int,
+                     inputs: int | None = None) -> int:
         """A message size that makes every sender write OVERLOAD x the ingress pool over
-        (senders - 1): the queue then reaches XOFF (or the lossy limit) with every sender
-        still writing, whatever the number of senders, and stays there a while."""
-        per_sender = OVERLOAD * self.pool / (len(self.senders) - 1)
+        (senders - 1): the queue then reaches XOFF with every sender still writing, whatever
+        the number of senders, and stays there a while. ``inputs`` (e.g. ``self.inputs``)
+        divides by (inputs - 1) instead: the queue grows by at most (inputs - 1) frames a
+        frame time, so this outgrows any buffer up to the pool even where remote senders
+        share an uplink (a lossy class, whose limit may be most of the pool)."""
+        per_sender = OVERLOAD * self.pool / ((inputs or len(self.senders)) - 1)
         return math.ceil(per_sender / (qps * messages) / mtu) * mtu
+
+    def qps_to_overflow(self, qps: int, mtu: int) -> int:
+        """At least ``qps`` QPs per sender, and enough that the incast can have OVERLOAD x
+        the pool in flight: each QP keeps at most ``patterns.WINDOW`` packets unacknowledged,
+        and a queue cannot hold more than the senders have in flight."""
+        per_qp = patterns.WINDOW * (mtu + patterns.FRAME_OVERHEAD)
+        return max(qps, math.ceil(OVERLOAD * self.pool / (len(self.senders) * per_qp)))
 
 
 def incast_of(lab: Lab) -> Incast:

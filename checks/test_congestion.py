@@ -154,12 +154,18 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
 
 def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir, lossy_dscp):
     """The same incast in a lossy class (a DSCP the lab's maps keep lossless nowhere): drops,
-    and no PFC for it anywhere."""
+    and no PFC for it anywhere. A lossy queue may take most of the pool, so the incast is
+    sized to outgrow the pool: by the ports it enters by (``Incast.inputs``: an
+    oversubscribed leaf's remote senders share an uplink) and with enough QPs to have that
+    much in flight (``Incast.qps_to_overflow``)."""
     switch = lab.topology.nodes[incast.switch].config
     tc, _ = tc_of_dscp(switch, incast.port, lossy_dscp)
     pg, _ = pg_of_tc(switch, incast.port, tc)
-    run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=message(lab, incast),
-                        count=MESSAGES + 1, qps=QPS, dscp=lossy_dscp,
+    mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+    qps = incast.qps_to_overflow(QPS, mtu)
+    size = incast.message_size(qps, MESSAGES + 1, mtu, inputs=incast.inputs)
+    run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=size,
+                        count=MESSAGES + 1, qps=qps, dscp=lossy_dscp,
                         nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}})
     keep(request, run, incast)
     queue, _ = queue_of_tc(switch, incast.port, tc)
