@@ -19,6 +19,7 @@ import pytest
 
 from checks import classes
 from checks import congestion as cg
+from checks import deadlock as dl
 from labs import actions
 from checks import plots
 from checks.report import record_evidence, record_fidelity, record_plot
@@ -35,6 +36,7 @@ START_S = 20.0
 MIN_BOTTLENECK_SHARE = 0.70  # with DCQCN, of the bottleneck's line rate over the run
 MAX_SLOWDOWN = 1.5  # with DCQCN, completion time over the PFC-only run's
 TIMING_SLACK_S = 0.05  # the agent's event loop may run a poll this late
+LOSSY_DRAIN = 4  # the lossy incast's time limit, in times its bytes take at line rate
 
 
 @pytest.fixture(scope="session")
@@ -164,7 +166,12 @@ def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir
     mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
     qps = incast.qps_to_overflow(QPS, mtu)
     size = incast.message_size(qps, MESSAGES + 1, mtu, inputs=incast.inputs)
-    run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=size,
+    # long enough to finish, retransmissions included: an unfinished run leaves its backlog
+    # draining under the next check
+    speed = switch.ports[incast.port].speed_mbps * 1e6
+    bits = len(incast.senders) * qps * (MESSAGES + 1) * size * 8
+    timeout = max(90.0, dl.fabric_wall(lab.topology, LOSSY_DRAIN * bits / speed))
+    run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=size, timeout_s=timeout,
                         count=MESSAGES + 1, qps=qps, dscp=lossy_dscp,
                         nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}})
     keep(request, run, incast)
