@@ -82,6 +82,11 @@ class Incast:
         return max(qps, math.ceil(OVERLOAD * self.pool / (len(self.senders) * per_qp)))
 
 
+def roce_mtu(lab: Lab, incast: Incast) -> int:
+    """The RoCE path MTU of the receiver's NIC: what the incast's messages are cut at."""
+    return patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+
+
 def incast_of(lab: Lab) -> Incast:
     """The lab's incast: the first host that at least two others reach (by ping) receives
     from all that reach it."""

@@ -111,11 +111,10 @@ def paused_rows(traces: list[tuple[dict, list[dict]]]
     for header, samples in traces:
         shift = header["started"] - origin
         for port in header["ports"]:
-            for p in paused_priorities(samples, port):
-                spans = pause_spans(samples, port, p)
-                if spans:
-                    rows.append((f"{header['node']} {port} P{p}",
-                                 [(start + shift, width) for start, width in spans]))
+            for p in paused_priorities(samples, port):  # each has a span
+                rows.append((f"{header['node']} {port} P{p}",
+                             [(start + shift, width)
+                              for start, width in pause_spans(samples, port, p)]))
     return rows
 
 

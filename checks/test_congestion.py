@@ -65,17 +65,20 @@ def lossless_run(lab, incast, congestion_dir):
                          size=message(lab, incast), count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
 
 
+def bottleneck_bps(lab, incast: cg.Incast) -> float:
+    """The bottleneck port's configured (real-fabric) speed."""
+    return lab.topology.nodes[incast.switch].config.ports[incast.port].speed_mbps * 1e6
+
+
 def bottleneck_share(lab, incast: cg.Incast, run: cg.Run) -> float:
     """What the incast delivered (RoCE payload) over its whole run, as a share of what the
     bottleneck port carries at line rate in that time (its emulated rate live: speed / S)."""
-    speed = lab.topology.nodes[incast.switch].config.ports[incast.port].speed_mbps * 1e6
-    line_bps = speed / run.result["time_scale"]
+    line_bps = bottleneck_bps(lab, incast) / run.result["time_scale"]
     return run.flows("delivered_bytes") * 8 / (run.result["elapsed_s"] * line_bps)
 
 
 def message(lab, incast: cg.Incast) -> int:
-    mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
-    return incast.message_size(QPS, MESSAGES, mtu)
+    return incast.message_size(QPS, MESSAGES, cg.roce_mtu(lab, incast))
 
 
 def keep(request, run: cg.Run, incast: cg.Incast) -> None:
@@ -163,14 +166,14 @@ def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir
     switch = lab.topology.nodes[incast.switch].config
     tc, _ = tc_of_dscp(switch, incast.port, lossy_dscp)
     pg, _ = pg_of_tc(switch, incast.port, tc)
-    mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+    mtu = cg.roce_mtu(lab, incast)
     qps = incast.qps_to_overflow(QPS, mtu)
     size = incast.message_size(qps, MESSAGES + 1, mtu, inputs=incast.inputs)
     # long enough to finish, retransmissions included: an unfinished run leaves its backlog
     # draining under the next check
-    speed = switch.ports[incast.port].speed_mbps * 1e6
     bits = len(incast.senders) * qps * (MESSAGES + 1) * size * 8
-    timeout = max(90.0, dl.fabric_wall(lab.topology, LOSSY_DRAIN * bits / speed))
+    timeout = max(90.0, dl.fabric_wall(lab.topology,
+                                       LOSSY_DRAIN * bits / bottleneck_bps(lab, incast)))
     run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=size, timeout_s=timeout,
                         count=MESSAGES + 1, qps=qps, dscp=lossy_dscp,
                         nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}})
@@ -190,7 +193,7 @@ def test_headroom_too_small_drops(request, lab, incast, congestion_dir, lossless
     The headroom is cut to a quarter of one RoCE frame: the frame that crosses XOFF spills
     past it on its own, and so does any frame already on its way. The emulation then
     exceeds its headroom on purpose, so the fidelity recorded leaves that out."""
-    frame = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+    frame = cg.roce_mtu(lab, incast)
     shrunk = frame // 4
     with cg.variant(lab, "headroom", congestion_dir, actions.headroom_of(shrunk)) as other:
         run = cg.run_incast(other, incast, congestion_dir, "small-headroom",

@@ -51,12 +51,8 @@ def victim_of(lab, incast: cg.Incast) -> patterns.FlowSpec | None:
     if not local or len(remote) < 2:
         return None
     # as much as one incast sender sends: it is on the wire for the whole incast
-    size = incast.message_size(QPS, MESSAGES, _mtu(lab, incast)) * QPS
+    size = incast.message_size(QPS, MESSAGES, cg.roce_mtu(lab, incast)) * QPS
     return patterns.FlowSpec(remote[0], local[0], size, MESSAGES, qp=99)
-
-
-def _mtu(lab, incast) -> int:
-    return patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
 
 
 def edge_only_pfc(lab):
@@ -82,7 +78,7 @@ def edge_only_pfc(lab):
 
 def measure(lab, incast: cg.Incast, victim, folder, name: str, nic) -> dict:
     """The incast and the victim together; the figures a mode is judged by."""
-    mtu = _mtu(lab, incast)
+    mtu = cg.roce_mtu(lab, incast)
     size = incast.message_size(QPS, MESSAGES, mtu)
     senders = [s for s in incast.senders if s != victim.src]  # the victim's NIC is its own
     flows = patterns.incast(incast.receiver, senders, size, MESSAGES, QPS)

@@ -56,7 +56,7 @@ def _goodput_gbps(flow: dict, result: dict) -> float:
 def measure(lab, incast: cg.Incast, victim: vm.Victim, folder, name: str, nic) -> dict:
     """The remote incast and the victim together, observed (PFC captured on the shared
     links); the victim's goodput and what the shared links saw."""
-    mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+    mtu = cg.roce_mtu(lab, incast)
     size = incast.message_size(QPS, MESSAGES, mtu) * VOLUME
     remote = [h for h in victim.senders
               if vm.attachment(lab.topology, h)[0] != incast.switch]
@@ -86,7 +86,7 @@ def figures(lab, scenario, results):
     incast, victim = scenario
     folder = results / "victim"
     folder.mkdir(exist_ok=True)
-    mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+    mtu = cg.roce_mtu(lab, incast)
     size = incast.message_size(QPS, MESSAGES, mtu) * VOLUME
     # on a fresh copy: the runs' start phases, and so DCQCN's outcome, must not depend on
     # which checks ran on the lab before
