@@ -15,7 +15,7 @@ import pytest
 from checks import roce
 from fabric.config import port_name
 from labs import domains as l2
-from fabric.qos import port_setting, queue_of_tc
+from fabric.qos import pg_of_tc, port_setting, queue_of_tc
 from labs.nic import RoceSettings
 from traffic.patterns import nic_settings
 from traffic.probe import ProbeResult, probe
@@ -294,6 +294,33 @@ def lossless_queues(lab, switch: str, port: str) -> set[int]:
     return {queue_of_tc(config, port_name(port), tc)[0] for tc in enabled}
 
 
+def lossless_pgs(lab, switch: str, port: str) -> set[int]:
+    """The PGs of ``port`` that can pause their sender: a lossless TC's PG (PFC on the TC)
+    whose BUFFER_PG profile has an XOFF threshold."""
+    config = lab.topology.nodes[switch].config
+    name = port_name(port)
+    enabled, _ = port_setting(config.qos, name, "pfc_enable")
+    pgs = {pg_of_tc(config, name, tc)[0] for tc in enabled}
+    return {pg for pg in pgs if (profile := config.qos.buffer_pg.get((name, pg))) is not None
+            and config.qos.buffer_profiles[profile].xoff is not None}
+
+
+def assert_lossless_everywhere(lab, hops: list, what: str) -> None:
+    """A lossless class must stay lossless at every hop: counted in a PG that can pause its
+    sender and leaving by a queue that obeys PFC. Each switch doing what its own config says
+    is not enough: one switch whose maps put the class in a lossy PG drops it under
+    congestion while the others pause (docs/checks.md, "The checks")."""
+    lossy = [(e, f"PG {e.pg} of {e.ingress} sends no PFC") for e in hops
+             if e.pg not in lossless_pgs(lab, e.switch, e.ingress)]
+    lossy += [(e, f"queue {e.queue} of {e.egress} ignores PFC") for e in hops
+              if e.queue not in lossless_queues(lab, e.switch, e.egress)]
+    if lossy:
+        hop, where = lossy[0]
+        more = f" (and {len(lossy) - 1} more)" if len(lossy) > 1 else ""
+        pytest.fail(f"{what}, a lossless class, is lossy on {hop.switch}: {where} "
+                    f"({hop.why}){more}")
+
+
 @pytest.mark.per_domain("any")
 def test_v2_dscp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, dscp_case):
     """RoCEv2 with each lossless class's DSCP (and, as a control, a DSCP no switch makes
@@ -305,7 +332,9 @@ def test_v2_dscp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, dsc
         pytest.skip(f"{sender} has no other host to send to")
     dscp = dscp_case.value
     expected = classified(lab, evidence, sender, dst, "v2", f"v2 DSCP {dscp}", dscp=dscp)
-    if not dscp_case.lossless:
+    if dscp_case.lossless:
+        assert_lossless_everywhere(lab, expected, f"v2 DSCP {dscp}")
+    else:
         wrong = [e for e in expected if e.queue in lossless_queues(lab, e.switch, e.egress)]
         assert not wrong, (f"v2 DSCP {dscp} (the lossy control) leaves {wrong[0].switch} "
                            f"{wrong[0].egress} by queue {wrong[0].queue}, a lossless queue "
@@ -323,5 +352,6 @@ def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, pcp_
     peers = sorted(domain.untagged_hosts - {sender})
     # the farthest peer: one behind another switch if there is one (crosses the trunks)
     dst = next((p for p in peers if domain.attachment(p).switch != here), peers[0])
-    classified(lab, evidence, sender, dst, "v1", f"v1 PCP {pcp_case.value}",
-               pcp=pcp_case.value)
+    hops = classified(lab, evidence, sender, dst, "v1", f"v1 PCP {pcp_case.value}",
+                      pcp=pcp_case.value)
+    assert_lossless_everywhere(lab, hops, f"v1 PCP {pcp_case.value}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,18 @@ def test_unknown_exercise_and_wrong_runtime_are_one_line(monkeypatch):
     monkeypatch.setattr(exercises, "EXERCISES", (*exercises.EXERCISES, live_only))
     with pytest.raises(exercises.ExerciseError, match="runs only live"):
         exercises.check(live_only.number, runtime="sim")
+
+
+def test_the_mystery_switch_fails_the_classification_check_in_virtual_time(tmp_path):
+    """The data plane names the same switch lint does: its maps put the lossless DSCP in a
+    PG that sends no PFC. Every switch doing what its own config says is not enough (the
+    check asserts the class stays lossless at every hop it crosses)."""
+    ex = next(e for e in exercises.EXERCISES if not e.k)
+    (culprit,) = exercises.culprits(ex.lab)
+    done = subprocess.run(
+        [sys.executable, "-m", "rocelab.cli", "check", ex.lab, "--runtime", "sim",
+         "-k", "dscp_lands and lossless", "--results", str(tmp_path / "results")],
+        capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"a lossless class, is lossy on {culprit}: PG" in done.stdout
+    assert "passed, 0 failed" not in done.stdout
