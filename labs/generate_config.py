@@ -235,7 +235,7 @@ def config_db(fabric: Fabric, sw: Switch) -> str:
 # What each firmware DCQCN parameter means, for the generated NIC file (labs.nic names them)
 FIRMWARE_NOTES = {
     "rpg_time_reset": "us: rate increase timer",
-    "rpg_byte_reset": "bytes sent per byte-counter increase (0: off)",
+    "rpg_byte_reset": "bytes per byte-counter increase; 0: off (firmware: 32767)",
     "rpg_threshold": "fast recovery stages before additive increase",
     "rpg_ai_rate": "Mb/s: additive increase step",
     "rpg_hai_rate": "Mb/s: hyper increase step",

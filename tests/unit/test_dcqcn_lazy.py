@@ -186,13 +186,13 @@ def random_script(rng: random.Random, p: FirmwareParams, end: float) -> list[tup
 
 
 @pytest.mark.parametrize("seed, params, scale", [
-    (1, FirmwareParams(), 1),
+    (1, FirmwareParams(rpg_byte_reset=32767), 1),  # the firmware's own byte counter
     (2, FirmwareParams(rpg_byte_reset=0), 1),
     (3, FirmwareParams(clamp_tgt_rate=True, rpg_threshold=3), 1),
     (4, FirmwareParams(clamp_tgt_rate_after_time_inc=False, dce_tcp_rtt_s=3e-6,
                        rate_reduce_monitor_period_s=10e-6, rpg_time_reset_s=55e-6,
                        dce_tcp_g=960, rpg_gd=9, rpg_min_dec_fac=70, rpg_byte_reset=10_000), 1),
-    (5, FirmwareParams().scaled(3000), 3000),
+    (5, FirmwareParams(rpg_byte_reset=32767).scaled(3000), 3000),
 ])
 def test_lazy_matches_the_eager_version_at_every_query(seed, params, scale):
     """After CNPs, at every query (on a CNP, on bytes sent, at an arbitrary time and at each
