@@ -88,8 +88,7 @@ def figures(results: Path) -> dict[str, dict]:
 
 SCENARIO_CHECKS = {"lossless": "test_lossless_incast",
                    "without-pfc": "test_negative_control_without_pfc",
-                   "dcqcn": "test_ecn_before_pfc", "dcqcn-off": "test_ecn_before_pfc",
-                   "lossy": "test_lossy_class_drops_and_never_pauses",
+                   "dcqcn": "test_ecn_before_pfc", "lossy": "test_lossy_class_drops_and_never_pauses",
                    "small-headroom": "test_headroom_too_small_drops"}
 
 

@@ -9,8 +9,8 @@ that could not keep up says so in the report, whatever the verdict.
 
 Sizes: every sender opens QPS QPs, each writing MESSAGES messages, sized from the
 congested switch's ingress pool (``Incast.message_size``): more in flight than its buffers
-hold before XOFF, so without flow control something must give. The DCQCN comparison runs
-longer (``dcqcn_message``): its claims are about DCQCN's steady state.
+hold before XOFF, so without flow control something must give. The DCQCN run is longer
+(``dcqcn_message``): its claims are about DCQCN's steady state.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
 STORM_S = 1.5
 START_S = 20.0
 MIN_BOTTLENECK_SHARE = 0.70  # with DCQCN, of the bottleneck's line rate over the run
-MAX_SLOWDOWN = 1.5  # with DCQCN, completion time over the PFC-only run's
+MAX_SLOWDOWN = 1.5  # with DCQCN, completion time over PFC alone's for the same bytes
 TIMING_SLACK_S = 0.05  # the agent's event loop may run a poll this late
 TIME_LIMIT_X = 4  # a long run's time limit, in times its bytes take at line rate
 ECN_RUN_S = 8e-3  # fabric seconds of the bottleneck at line rate: the DCQCN comparison
@@ -148,28 +148,28 @@ def test_negative_control_without_pfc(request, lab, incast, congestion_dir):
         f"retransmitted): this check could not tell a lossless fabric from a lossy one")
 
 
-def test_ecn_before_pfc(request, lab, incast, congestion_dir):
+def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
     """With DCQCN on, CE marks and CNPs slow the senders before PFC must: less pause time
-    than the same incast with DCQCN off, and the congested switch mostly below XOFF. Both
-    runs are ``dcqcn_message`` long, so DCQCN is judged past its start-up."""
+    than the incast with DCQCN off, and the congested switch mostly below XOFF. The DCQCN
+    run is ``dcqcn_message`` long, so DCQCN is judged past its start-up; the PFC-only run
+    it is held against is ``test_lossless_incast``'s, shorter, so it paused for less time
+    than PFC alone would have over the longer run (the comparison is conservative) and its
+    time is compared as a rate: the bottleneck share each run kept."""
     size = dcqcn_message(lab, incast)
     timeout = time_limit(lab, incast, len(incast.senders) * QPS * MESSAGES * size * 8, 180.0)
-    off = cg.run_incast(lab, incast, congestion_dir, "dcqcn-off", size=size, count=MESSAGES,
-                        qps=QPS, nic=DCQCN_OFF, timeout_s=timeout)
-    record_evidence(request, off.folder / "summary.json")
     run = cg.run_incast(lab, incast, congestion_dir, "dcqcn", size=size, count=MESSAGES,
                         qps=QPS, timeout_s=timeout)
     keep(request, run, incast)
-    with_dcqcn, without = run.paused_s(incast.priority), off.paused_s(incast.priority)
+    with_dcqcn, without = run.paused_s(incast.priority), lossless_run.paused_s(incast.priority)
     figures = {"marks": run.marks(), "cnps": run.cnps(),
                "cnps_received": run.flows("cnps_received"),
                "paused_s_with_dcqcn": round(with_dcqcn, 3),
                "paused_s_without": round(without, 3),
                "xoff_share": round(run.xoff_share(incast.switch, incast.port), 3),
                "bottleneck_share": round(bottleneck_share(lab, incast, run), 3),
-               "bottleneck_share_without": round(bottleneck_share(lab, incast, off), 3),
+               "bottleneck_share_without": round(bottleneck_share(lab, incast, lossless_run), 3),
                "elapsed_s": round(run.result["elapsed_s"], 6),
-               "elapsed_s_without": round(off.result["elapsed_s"], 6)}
+               "elapsed_s_without": round(lossless_run.result["elapsed_s"], 6)}
     (run.folder / "comparison.json").write_text(json.dumps(figures, indent=1) + "\n")
     record_evidence(request, run.folder / "comparison.json")
     assert run.result["complete"], f"not every message arrived: {run.summary()}"
@@ -184,9 +184,10 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir):
     assert figures["bottleneck_share"] >= MIN_BOTTLENECK_SHARE, (
         f"with DCQCN the incast kept {figures['bottleneck_share']:.0%} of {incast.switch} "
         f"{incast.port}'s line rate, below {MIN_BOTTLENECK_SHARE:.0%}: {figures}")
-    assert run.result["elapsed_s"] <= MAX_SLOWDOWN * off.result["elapsed_s"], (
-        f"with DCQCN the incast took {figures['elapsed_s']} s, more than {MAX_SLOWDOWN}x "
-        f"the {figures['elapsed_s_without']} s it took with PFC alone: {figures}")
+    slower = figures["bottleneck_share_without"] / figures["bottleneck_share"]
+    assert slower <= MAX_SLOWDOWN, (
+        f"with DCQCN the incast took {slower:.2f}x the time PFC alone takes for its bytes "
+        f"(more than {MAX_SLOWDOWN}x): {figures}")
 
 
 def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir, lossy_dscp):
