@@ -356,6 +356,38 @@ def ecn_probability(lab: Lab) -> Iterator[Finding]:
                               f"{MIN_MARKING_PERCENT})")
 
 
+def dcqcn_byte_counter(lab: Lab) -> Iterator[Finding]:
+    """A firmware byte counter that fires far more often than the increase timer keeps the
+    target rate at line rate (it is clamped only after a timer increase, and cuts every few
+    microseconds never allow one): each sender swings between the floor and line rate and
+    PFC fires in steady state, as the ECN check then reports (docs/concepts.md, "DCQCN: the
+    paper and the firmware"). One finding per NIC file, at the fastest port it drives."""
+    fastest: dict[Path, tuple[float, NicSettings]] = {}
+    for host in lab.topology.hosts:
+        if host.nic is None or host.nic_path is None:
+            continue
+        for iface in lab.topology.interfaces(host.name):
+            peer = lab.topology.peer(host.name, iface)
+            config = lab.configs.get(peer.node) if peer else None
+            port = config.ports.get(port_name(peer.iface)) if config else None
+            if port is not None:
+                bps = port.speed_mbps * 1e6
+                if bps > fastest.get(host.nic_path, (0.0, host.nic))[0]:
+                    fastest[host.nic_path] = (bps, host.nic)
+    for path, (bps, nic) in fastest.items():
+        d = nic.dcqcn
+        if not d.enabled or d.mode != "firmware" or not d.rpg_byte_reset or d.clamp_tgt_rate:
+            continue
+        stage_us = d.rpg_byte_reset * 8 / bps * 1e6
+        if stage_us < d.rpg_time_reset:
+            yield Finding("warning", "dcqcn-byte-counter", str(path), "dcqcn.rpg_byte_reset",
+                          f"a byte stage every {d.rpg_byte_reset} B, {stage_us:.1g} us at "
+                          f"{bps / 1e9:g}G, against a {d.rpg_time_reset} us increase timer: "
+                          "the target rate is never clamped, senders swing between the floor "
+                          "and line rate and PFC fires in steady state",
+                          "set rpg_byte_reset to 0 (rocelab's default, the reference model)")
+
+
 def cnp_queue(lab: Lab) -> Iterator[Finding]:
     """CNPs are the brake of DCQCN: they must overtake the data they slow down, and must not
     be paused with it."""
@@ -529,6 +561,7 @@ RULES: dict[str, Rule] = {
     "headroom": headroom,
     "ecn-below-xoff": ecn_below_xoff,
     "ecn-probability": ecn_probability,
+    "dcqcn-byte-counter": dcqcn_byte_counter,
     "cnp-queue": cnp_queue,
     "pfcwd-coverage": pfcwd_coverage,
     "consistency": consistency,

@@ -142,6 +142,22 @@ def test_low_marking_probability_where_hosts_run_dcqcn(tmp_path):
     assert findings_of(clab, "ecn-probability") == []  # no DCQCN: no one needs the marks
 
 
+def test_a_byte_counter_that_outpaces_the_timer(tmp_path):
+    """The firmware's own 32767 B at 100G: a byte stage every ~3 us against a 300 us timer
+    keeps the target at line rate; rocelab's default (0) and a slower counter say nothing."""
+    clab, _ = seeded(tmp_path, "spine1", lambda data: None)
+    nic = clab.parent / "nic" / "default.yml"
+    assert findings_of(clab, "dcqcn-byte-counter") == []  # shipped: the counter off
+    shipped = nic.read_text()
+    nic.write_text(shipped.replace("rpg_byte_reset: 0 ", "rpg_byte_reset: 32767 "))
+    found = findings_of(clab, "dcqcn-byte-counter")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("warning", str(nic), "dcqcn.rpg_byte_reset")]
+    assert "32767 B, 3 us at 100G" in found[0].why and "300 us" in found[0].why
+    nic.write_text(shipped.replace("rpg_byte_reset: 0 ", "rpg_byte_reset: 8000000 "))
+    assert findings_of(clab, "dcqcn-byte-counter") == []  # 640 us a stage: the timer leads
+
+
 def test_ecn_above_xoff(tmp_path):
     """A static XOFF at 100 KB under an ECN band that starts at 150 KB: PFC fires first."""
     def static_xoff(data: Config) -> None:
