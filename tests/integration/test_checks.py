@@ -194,10 +194,16 @@ def test_classification_follows_the_config_and_fails_when_the_fabric_does_not(tm
     name = lab_name(path)
     lab = labs.up(str(path))
     try:
-        # DSCP 26 -> TC 0 everywhere: the counters follow the config, queue 0 it is
+        # DSCP 26 -> TC 0 everywhere: the counters follow the config, queue 0 it is; and
+        # since the hosts' NIC files send RoCE with DSCP 26, their lossless class is lossy
+        # at every hop, which the check reports at the first
         results = tmp_path / "follows"
         proc = check(path, results, k="dscp26")
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+        fails = [v for v in verdicts(proc) if v.startswith("[FAIL]")]
+        assert len(fails) == 2 and all(
+            re.search(r": v2 DSCP 26, a lossless class, is lossy on leaf\d: PG 0 of eth\d sends "
+                      r"no PFC \(DSCP 26 -> TC 0", f) for f in fails), fails
         hops = [hop for exp in probes(results, "*/*-expected.json") for hop in exp["per_hop"]]
         assert hops and {(h["tc"], h["pg"], h["queue"]) for h in hops} == {(0, 0, 0)}
 
