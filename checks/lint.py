@@ -20,7 +20,7 @@ from typing import Literal
 from fabric import tables
 from fabric.config import BufferProfile, ConfigError, SwitchConfig, port_name
 from fabric.config import load as load_config
-from fabric.qos import (HeadroomParams, bound, pg_of_tc, port_setting, qos_ports,
+from fabric.qos import (HeadroomParams, bound, pauses_sender, pg_of_tc, port_setting, qos_ports,
                         queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
 from checks.classes import RoceClass, expectations
 from labs.nic import NicSettings
@@ -514,9 +514,7 @@ def _host_on_port(host: Node, iface: str, nic: NicSettings, switch: str,
     enabled, _ = port_setting(config.qos, port, "pfc_enable")
     tc, _ = tc_of_dscp(config, port, roce.dscp)
     pg, _ = pg_of_tc(config, port, tc)
-    profile = config.qos.buffer_pg.get((port, pg))
-    lossless = tc in enabled and profile is not None \
-        and config.qos.buffer_profiles[profile].xoff is not None
+    lossless = pauses_sender(config, port, tc)
     if not lossless:
         yield bad("roce.dscp",
                   f"DSCP {roce.dscp} -> TC {tc} (PG {pg}), which is not lossless there (PFC "

@@ -15,7 +15,7 @@ import pytest
 from checks import roce
 from fabric.config import port_name
 from labs import domains as l2
-from fabric.qos import pg_of_tc, port_setting, queue_of_tc
+from fabric.qos import pauses_sender, pg_of_tc, port_setting, queue_of_tc
 from labs.nic import RoceSettings
 from traffic.patterns import nic_settings
 from traffic.probe import ProbeResult, probe
@@ -295,14 +295,11 @@ def lossless_queues(lab, switch: str, port: str) -> set[int]:
 
 
 def lossless_pgs(lab, switch: str, port: str) -> set[int]:
-    """The PGs of ``port`` that can pause their sender: a lossless TC's PG (PFC on the TC)
-    whose BUFFER_PG profile has an XOFF threshold."""
+    """The PGs of ``port`` that can pause their sender (``fabric.qos.pauses_sender``)."""
     config = lab.topology.nodes[switch].config
     name = port_name(port)
     enabled, _ = port_setting(config.qos, name, "pfc_enable")
-    pgs = {pg_of_tc(config, name, tc)[0] for tc in enabled}
-    return {pg for pg in pgs if (profile := config.qos.buffer_pg.get((name, pg))) is not None
-            and config.qos.buffer_profiles[profile].xoff is not None}
+    return {pg_of_tc(config, name, tc)[0] for tc in enabled if pauses_sender(config, name, tc)}
 
 
 def assert_lossless_everywhere(lab, hops: list, what: str) -> None:

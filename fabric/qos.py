@@ -77,6 +77,15 @@ def queue_of_tc(config: SwitchConfig, port: str, tc: int) -> tuple[int, str | No
     return _through(config, port, "tc_to_queue_map", config.qos.tc_to_queue, tc)
 
 
+def pauses_sender(config: SwitchConfig, port: str, tc: int) -> bool:
+    """Whether ``tc`` arriving on ``port`` can pause its sender: PFC on for the TC, and the
+    PG it fills has a ``BUFFER_PG`` profile with an XOFF threshold."""
+    enabled, _ = port_setting(config.qos, port, "pfc_enable")
+    profile = config.qos.buffer_pg.get((port, pg_of_tc(config, port, tc)[0]))
+    return tc in enabled and profile is not None \
+        and config.qos.buffer_profiles[profile].xoff is not None
+
+
 # --------------------------------------------------------------------------- headroom
 
 
