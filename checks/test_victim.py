@@ -53,11 +53,11 @@ def _goodput_gbps(flow: dict, result: dict) -> float:
     return flow["goodput_bps"] * result["time_scale"] / 1e9 if flow["complete"] else 0.0
 
 
-def measure(lab, incast: cg.Incast, victim: vm.Victim, folder, name: str, nic) -> dict:
+def measure(lab, incast: cg.Incast, victim: vm.Victim, folder, name: str, nic,
+            size: int) -> dict:
     """The remote incast and the victim together, observed (PFC captured on the shared
-    links); the victim's goodput and what the shared links saw."""
-    mtu = cg.roce_mtu(lab, incast)
-    size = incast.message_size(QPS, MESSAGES, mtu) * VOLUME
+    links), each incast QP writing ``size``-byte messages; the victim's goodput and what
+    the shared links saw."""
     remote = [h for h in victim.senders
               if vm.attachment(lab.topology, h)[0] != incast.switch]
     flows = patterns.incast(incast.receiver, remote, size, MESSAGES, QPS)
@@ -97,8 +97,9 @@ def figures(lab, scenario, results):
                  f"{incast.port}", "shared": [f"{incast.switch}:{i}" for i in victim.shared],
                  "pause_only": victim.why,
                  "alone_gbps": round(_goodput_gbps(alone["flows"][0], alone), 2),
-                 "pfc-only": measure(fresh, incast, victim, folder, "pfc-only", DCQCN_OFF),
-                 "dcqcn": measure(fresh, incast, victim, folder, "dcqcn", DCQCN_ON)}
+                 "pfc-only": measure(fresh, incast, victim, folder, "pfc-only", DCQCN_OFF,
+                                     size),
+                 "dcqcn": measure(fresh, incast, victim, folder, "dcqcn", DCQCN_ON, size)}
     (folder / "victim.json").write_text(json.dumps(table, indent=1) + "\n")
     return {**table, "file": folder / "victim.json"}
 
