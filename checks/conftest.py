@@ -43,6 +43,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--time-scale", default=1.0, type=float, metavar="S",
                     help="sim only: the time scale S (1: real line rate)")
     group.addoption("--seed", default=0, type=int, help="sim only: the run's seed")
+    group.addoption("--jitter-ns", default=0.0, type=float, metavar="NS",
+                    help="sim only: mean timing jitter per frame per hop, fabric ns "
+                         "(0: exact clocks; docs/runtimes.md)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -126,7 +129,7 @@ def lab(request) -> Iterator[labs.Lab]:
                     pytrace=False)
     options = request.config.option
     try:
-        lab = labs.simulated(spec, options.time_scale, options.seed) \
+        lab = labs.simulated(spec, options.time_scale, options.seed, options.jitter_ns * 1e-9) \
             if options.runtime == "sim" else labs.running(spec)
     except Exception as e:  # noqa: BLE001 - LabError, TopologyError: one line either way
         pytest.fail(str(e), pytrace=False)
@@ -144,7 +147,8 @@ def lab(request) -> Iterator[labs.Lab]:
         "tables": labs.table_notes(lab.topology),
         "time_scale": max((lab.node_time_scale(n.name) for n in lab.topology.switches),
                           default=None),
-        **({"seed": options.seed,  # what ran: the files as they are now, hashed
+        **({"seed": options.seed, "jitter_ns": options.jitter_ns,
+            # what ran: the files as they are now, hashed
             "deployed": {"topology": lab.topology_path,
                          "fingerprint": fingerprint.of(lab.topology), "changed_since_up": []}}
            if options.runtime == "sim" else {})}

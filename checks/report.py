@@ -289,7 +289,7 @@ class Report:
             "runtime": info.get("runtime"),
             "time_scale": info.get("time_scale"),
             **(info.get("deployed") or deployed(lab)),
-            **({"seed": info["seed"]} if "seed" in info else {}),
+            **({k: info[k] for k in ("seed", "jitter_ns") if k in info}),
             "tables": info.get("tables", {}),
             "started": datetime.fromtimestamp(self.started, timezone.utc).isoformat(
                 timespec="seconds"),

@@ -72,6 +72,10 @@ def title(summary: dict) -> list[str]:
              else "time scale S not recorded"]
     if summary.get("runtime"):
         facts.append(f"runtime {summary['runtime']}")
+    if "seed" in summary:
+        facts.append(f"seed {summary['seed']}")
+    if summary.get("jitter_ns"):
+        facts.append(f"timing jitter {summary['jitter_ns']:g} ns mean per hop")
     return [f"# rocelab checks: {summary.get('lab') or 'unknown lab'}", "", " · ".join(facts)]
 
 

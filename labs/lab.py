@@ -277,11 +277,12 @@ def table_notes(topology: Topology) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def simulated(spec: str, time_scale: float = 1.0, seed: int = 0):
+def simulated(spec: str, time_scale: float = 1.0, seed: int = 0, jitter_s: float = 0.0):
     """The lab in virtual time, in this process (``labs.runtimes.sim``): nothing to bring
-    up or down outside it."""
+    up or down outside it. ``jitter_s``: mean timing jitter per frame per hop, fabric
+    seconds (``labs.sim.wire``); 0 runs exact clocks."""
     from labs.runtimes import sim  # the simulator imports this module's result types
-    return sim.up(topology.load(spec), time_scale, seed)
+    return sim.up(topology.load(spec), time_scale, seed, jitter_s)
 
 
 class Lab:

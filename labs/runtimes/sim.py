@@ -66,11 +66,13 @@ class SimAgent:
 class SimLab(SimHosts):
     runtime_name = "sim"
 
-    def __init__(self, topo: Topology, time_scale: float = 1.0, seed: int = 0) -> None:
+    def __init__(self, topo: Topology, time_scale: float = 1.0, seed: int = 0,
+                 jitter_s: float = 0.0) -> None:
         self.topology = topo
         self.topology_path = str(topo.path)
         self.seed = seed
-        self.net = SimNetwork(topo, time_scale, seed)
+        self.jitter_s = jitter_s
+        self.net = SimNetwork(topo, time_scale, seed, jitter_s)
         self.engine = self.net.engine
         self.time_scale = time_scale
         # the S a live run of this lab uses: wall times given by its callers map through it
@@ -94,8 +96,8 @@ class SimLab(SimHosts):
         return self.time_scale
 
     def variant(self, clab: str) -> SimLab:
-        """An edited copy of this lab, simulated with the same S and seed."""
-        return up(topology.load(clab), self.time_scale, self.seed)
+        """An edited copy of this lab, simulated with the same S, seed and jitter."""
+        return up(topology.load(clab), self.time_scale, self.seed, self.jitter_s)
 
     def run_for(self, seconds: float) -> None:
         self.engine.run(self.engine.now_ps + to_ps(seconds))
@@ -259,9 +261,10 @@ class SimCapture:
         return 0
 
 
-def up(topo: Topology, time_scale: float = 1.0, seed: int = 0) -> SimLab:
+def up(topo: Topology, time_scale: float = 1.0, seed: int = 0,
+       jitter_s: float = 0.0) -> SimLab:
     """A lab in virtual time; a topology the simulator cannot model is one LabError line."""
     try:
-        return SimLab(topo, time_scale, seed)
+        return SimLab(topo, time_scale, seed, jitter_s)
     except SimError as e:
         raise LabError(f"{topo.path}: {e}") from None

@@ -6,8 +6,9 @@ built from its config_db.json), one ``SimHost`` per host, two ``Wire``s per link
 - its delay is the cable's (``Topology.cable_m``: CABLE_LENGTH of the receiving switch port,
   or towards a host of the sending one; ~5 ns per metre) times S;
 - each switch marks ECN where its ``rocelab.ecn-marking`` label says (``Node.ecn_marking``);
-- the seed derives every random choice: each switch's WRED draw and ECMP hash seed, and the
-  flows' start jitter (``labs.runtimes.sim``), so a lab and a seed give one result.
+- the seed derives every random choice: each switch's WRED draw and ECMP hash seed, each
+  wire's timing jitter when there is any (``jitter_s``, ``labs.sim.wire``), and the flows'
+  start jitter (``labs.runtimes.sim``), so a lab and a seed give one result.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import random
 from fabric.config import port_name
 from fabric.model.switch import Switch
 from labs.sim import bgp
-from labs.sim.engine import Engine
+from labs.sim.engine import PS, Engine
 from labs.sim.host import SimHost
 from labs.sim.hostconfig import SimError, host_config, host_mac
 from labs.sim.switch import SimSwitch
@@ -35,12 +36,18 @@ def derived_seed(seed: int, *names: str) -> int:
 
 
 class SimNetwork:
-    def __init__(self, topo: Topology, time_scale: float = 1.0, seed: int = 0) -> None:
+    def __init__(self, topo: Topology, time_scale: float = 1.0, seed: int = 0,
+                 jitter_s: float = 0.0) -> None:
+        """``jitter_s``: mean timing jitter per frame per hop in fabric seconds (stretched by
+        S like every data-plane time); 0, the default, runs exact clocks."""
         if time_scale <= 0:
             raise SimError(f"time scale must be positive (got {time_scale})")
+        if jitter_s < 0:
+            raise SimError(f"timing jitter cannot be negative (got {jitter_s} s)")
         self.topology = topo
         self.time_scale = time_scale
         self.seed = seed
+        self.jitter_s = jitter_s
         self.engine = Engine()
         self.switches: dict[str, SimSwitch] = {}
         self.hosts: dict[str, SimHost] = {}
@@ -59,11 +66,15 @@ class SimNetwork:
             config = host_config(node.name, node.exec, ifaces)
             macs = {i: host_mac(topo.name, node.name, i) for i in ifaces}
             self.hosts[node.name] = SimHost(self.engine, node.name, config, macs, time_scale)
+        jitter_ps = jitter_s * time_scale * PS
         for link in topo.links:
             rate = self._rate_bps(link)
             for src, dst in ((link.a, link.b), (link.b, link.a)):
                 delay = cable_delay_ps(topo.cable_m(dst.node, dst.iface), time_scale)
-                wire = Wire(self.engine, rate, delay, self._receiver(dst.node, dst.iface))
+                rng = random.Random(derived_seed(seed, src.node, src.iface, "jitter")) \
+                    if jitter_ps else None
+                wire = Wire(self.engine, rate, delay, self._receiver(dst.node, dst.iface),
+                            jitter_ps, rng)
                 self.wires[src.node, src.iface] = wire
                 if src.node in self.switches:
                     self.switches[src.node].wires[port_name(src.iface)] = wire

@@ -18,17 +18,19 @@ from rocelab.tasks.common import (INCONCLUSIVE, PASSED, REUSE_HELP, USAGE, USER_
             "runtime": "netns (default: the live lab), containerlab, or sim (virtual time, "
                        "no root needed)",
             "time_scale": "sim only: S (default 1: real line rate)",
-            "seed": "sim only: the seed of every random choice (default 0)"})
+            "seed": "sim only: the seed of every random choice (default 0)",
+            "jitter_ns": "sim only: mean timing jitter per frame per hop, fabric ns (default "
+                         "0: exact clocks)"})
 def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="netns",
-          time_scale=1.0, seed=0):
+          time_scale=1.0, seed=0, jitter_ns=0.0):
     """Run the checks against a lab: [PASS]/[FAIL] per check, junit.xml, summary.json and
     summary.md. Exit 0 all passed, 1 a check failed, 3 inconclusive, 2 usage or input error."""
     from checks import outcome
     from checks import run as checks
     if runtime not in ("netns", "containerlab", "sim"):
         raise fail(f"--runtime {runtime!r}: say netns, containerlab or sim")
-    extra = ["--time-scale", str(float(time_scale)), "--seed", str(int(seed))] \
-        if runtime == "sim" else []
+    extra = ["--time-scale", str(float(time_scale)), "--seed", str(int(seed)),
+             "--jitter-ns", str(float(jitter_ns))] if runtime == "sim" else []
     try:
         code, folder = checks.run(name, k=k or None, results=results or None,
                                   say=console.print, reuse=reuse, overwrite=overwrite,

@@ -12,8 +12,10 @@ from rocelab.tasks.common import FAILED, USER_ERRORS, console, fail
 
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
             "results": "folder for the runs (default: results/compare-<lab>-<time>/)",
-            "seeds": "how many simulated runs, seeds 0 .. N-1, to compare the live run with"})
-def compare(c, name, results="", seeds=5):
+            "seeds": "how many simulated runs, seeds 0 .. N-1, to compare the live run with",
+            "jitter_ns": "the simulated runs' mean timing jitter per hop, fabric ns (default: "
+                         "what the live run measured; 0: exact clocks)"})
+def compare(c, name, results="", seeds=5, jitter_ns=""):
     """Each congestion scenario live and in virtual time at the lab's S, side by side:
     verdicts, PFC frames, pause time, completion time, frames lost; the live run against
     the spread of several seeds (docs/runtimes.md)."""
@@ -24,10 +26,14 @@ def compare(c, name, results="", seeds=5):
             raise ValueError(f"--seeds {seeds}: at least one simulated run is needed")
         folder = Path(results) if results else checks.fresh_results(
             f"compare-{labs.lab_name(name)}")
-        rows = cmp.compare(name, folder, say=console.print, seeds=range(int(seeds)))
+        jitter = float(jitter_ns) if jitter_ns != "" else None
+        rows, jitter = cmp.compare(name, folder, say=console.print, seeds=range(int(seeds)),
+                                   jitter_ns=jitter)
     except USER_ERRORS as e:
         raise fail(e) from None
-    table = Table(title=f"live vs simulated at the lab's S, seeds 0-{int(seeds) - 1} ({folder})")
+    clocks = f"timing jitter {jitter:.3g} ns per hop" if jitter else "exact clocks"
+    table = Table(title=f"live vs simulated at the lab's S, seeds 0-{int(seeds) - 1}, "
+                        f"{clocks} ({folder})")
     for col in ("scenario", "verdict live / sim", *(f"{f} live / sim" for f in cmp.FIGURES)):
         table.add_column(col)
     for row in rows:

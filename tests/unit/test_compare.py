@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 
-from checks.compare import Row, figures
+import pytest
+
+from checks.compare import Row, figures, live_jitter_s
 
 
 def write_run(folder, outcome: str, pfc: int, paused: float, elapsed: float, drops: dict,
@@ -68,3 +70,30 @@ def test_a_hosts_pause_counts_once_on_its_own_priority(tmp_path):
     assert run.paused_s() == 4.0
     assert run.paused_s(3) == 3.5
     assert run.paused_s(4) == 0.5
+
+
+def test_the_live_runs_jitter_is_its_mean_lateness_per_hop_in_fabric_time(tmp_path):
+    """Scheduler lateness (switch ports) plus arrival lateness (switch ports and hosts),
+    each a mean weighted by how many frames it covers, over every scenario, divided by S."""
+    def lateness(count: int, mean_s: float) -> dict:
+        return {"count": count, "mean_s": mean_s, "p99_s": 4.6 * mean_s, "max_s": 9 * mean_s}
+    for scenario, (sched, arrival, host) in {"lossless": ((300, 40e-6), (100, 50e-6),
+                                                          (100, 70e-6)),
+                                             "dcqcn": ((100, 80e-6), (0, 0.0), (0, 0.0))}.items():
+        folder = tmp_path / "congestion" / scenario
+        folder.mkdir(parents=True)
+        idle = {"lateness": lateness(0, 0.0), "arrival_lateness": lateness(0, 0.0)}
+        (folder / "counters.json").write_text(json.dumps(
+            {"before": {"leaf1": {"ports": {"Ethernet0": {"fidelity": {
+                "lateness": lateness(10**6, 1.0)}}}}},  # before the run: not counted
+             "after": {"leaf1": {"ports": {
+                 "Ethernet0": {"fidelity": {"lateness": lateness(*sched),
+                                            "arrival_lateness": lateness(*arrival)}},
+                 "Ethernet4": {"fidelity": idle}}}}}))
+        (folder / "flows.json").write_text(json.dumps(
+            {"hosts": {"h1": {"arrival_lateness": lateness(*host), "paused_s": 0.0}}}))
+    # scheduler: (300 x 40 + 100 x 80) / 400 = 50 us; arrival: (100 x 50 + 100 x 70) / 200 = 60
+    assert live_jitter_s(tmp_path, 1000.0, ["lossless", "dcqcn"]) == pytest.approx(110e-6 / 1000)
+    # a scenario left out (one that lost fidelity) does not count: 40 + 60 us
+    assert live_jitter_s(tmp_path, 1000.0, ["lossless"]) == pytest.approx(100e-6 / 1000)
+    assert live_jitter_s(tmp_path, 1000.0, []) == 0.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 
 import pytest
 
@@ -60,6 +61,28 @@ def test_a_wire_serialises_at_its_rate_and_delivers_after_the_cable():
     assert [t for t, _ in got] == [80_000 + 200_000, 120_000 + 200_000]
 
 
+def test_a_jittered_wire_delays_each_frame_by_its_mean_and_keeps_their_order():
+    engine, got = Engine(), []
+    delay = cable_delay_ps(2, 1.0)
+    wire = Wire(engine, 100e9, delay, lambda f: got.append((engine.now_ps, f)),
+                jitter_ps=100_000, rng=random.Random(1))
+    for i in range(2000):  # one 80 ns frame every 10 us: none waits for another
+        engine.at(i * 10**7, wire.send, i.to_bytes(2, "big") + bytes(998))
+    engine.run(10**12)
+    extra = [t - (i * 10**7 + 80_000 + delay) for i, (t, _) in enumerate(got)]
+    assert min(extra) >= 0 and sum(extra) / len(extra) == pytest.approx(100_000, rel=0.1)
+    # back to back, with a jitter of many frame times: late, never reordered
+    engine, got = Engine(), []
+    wire = Wire(engine, 100e9, delay, lambda f: got.append((engine.now_ps, f)),
+                jitter_ps=10**6, rng=random.Random(2))
+    for i in range(200):
+        wire.send(i.to_bytes(2, "big") + bytes(998))
+    engine.run(10**12)
+    assert [int.from_bytes(f[:2], "big") for _, f in got] == list(range(200))
+    with pytest.raises(ValueError, match="seeded rng"):
+        Wire(engine, 100e9, delay, got.append, jitter_ps=1.0)
+
+
 def test_host_exec_lines_the_simulator_models_and_one_it_refuses():
     config = host_config("h1", ("ip addr add 10.1.1.11/24 dev eth1",
                                 "ip route replace default via 10.1.1.1",
@@ -100,8 +123,8 @@ def test_pings_cross_the_simulated_fabric_with_the_live_hop_counts(lab):
     assert hops[0] == lab.default_gateway("h1") and hops[-1] == addrs["h3"] and len(hops) == 4
 
 
-def incast_result(seed: int, time_scale: float = 1.0) -> dict:
-    lab = sim.up(topology.load(str(DEFAULT)), time_scale, seed)
+def incast_result(seed: int, time_scale: float = 1.0, jitter_s: float = 0.0) -> dict:
+    lab = sim.up(topology.load(str(DEFAULT)), time_scale, seed, jitter_s)
     flows = patterns.incast("h1", ["h2", "h3", "h4"], 256 * 1024, 1, 2)
     return patterns.run(lab, flows, pattern="incast", timeout_s=30,
                         nic={"*": {"dcqcn": {"enabled": False}}})
@@ -113,6 +136,13 @@ def test_same_lab_and_seed_give_byte_identical_results():
     assert json.dumps(first, sort_keys=True) == json.dumps(again, sort_keys=True)
     other = incast_result(8)  # another seed: other start jitter and ECMP salts
     assert json.dumps(other, sort_keys=True) != json.dumps(first, sort_keys=True)
+    jittered = incast_result(7, jitter_s=20e-9)  # the seed draws each wire's jitter too
+    assert json.dumps(jittered, sort_keys=True) == json.dumps(incast_result(7, jitter_s=20e-9),
+                                                              sort_keys=True)
+    assert json.dumps(jittered, sort_keys=True) != json.dumps(first, sort_keys=True)
+    with pytest.raises(LabError, match=r"roce-v2-leafspine\.clab\.yml: timing jitter cannot "
+                                       r"be negative"):
+        labs.simulated(str(DEFAULT), jitter_s=-1e-9)
 
 
 def test_an_incast_at_real_line_rate_fills_the_bottleneck_without_loss():
