@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ class Topology:
 
     def interfaces(self, node: str) -> list[str]:
         """The node's wired interfaces, in link order."""
-        return [e.iface for link in self.links for e in (link.a, link.b) if e.node == node]
+        return list(self._interfaces.get(node, ()))
 
     def cable_m(self, node: str, iface: str) -> float:
         """Metres of the cable a frame crosses into ``node``'s ``iface``: that switch port's
@@ -146,12 +147,25 @@ class Topology:
         return 0
 
     def peer(self, node: str, iface: str) -> Endpoint | None:
+        return self._peers.get(Endpoint(node, iface))
+
+    # Indexes over the links, built on first use: a counter snapshot asks for every port's
+    # peer, and scanning a 256-host fabric's links each time was most of a probe's cost.
+    @cached_property
+    def _peers(self) -> dict[Endpoint, Endpoint]:
+        out: dict[Endpoint, Endpoint] = {}
         for link in self.links:
-            if link.a == Endpoint(node, iface):
-                return link.b
-            if link.b == Endpoint(node, iface):
-                return link.a
-        return None
+            out.setdefault(link.a, link.b)
+            out.setdefault(link.b, link.a)
+        return out
+
+    @cached_property
+    def _interfaces(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for link in self.links:
+            for end in (link.a, link.b):
+                out.setdefault(end.node, []).append(end.iface)
+        return out
 
 
 REPO_TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
@@ -235,6 +249,9 @@ class _Loader:
         self.path = path
         self.dir = path.parent
         self.configs = configs
+        # NIC files read so far: a lab's hosts usually share one, and a 256-host lab spent
+        # most of its load parsing the same file again (the settings are frozen: shareable)
+        self.nics: dict[Path, NicSettings] = {}
 
     def error(self, where: str, problem: str) -> TopologyError:
         return TopologyError(f"{self.path}: {where}: {problem}")
@@ -401,10 +418,13 @@ class _Loader:
         if not path.is_file():
             raise self.error(f"{where}.{NIC_LABEL}", f"{name}: no such file (relative paths "
                              f"resolve against {self.dir})")
-        try:
-            return path.resolve(), load_nic(path.resolve())
-        except NicError as e:
-            raise TopologyError(str(e)) from None
+        path = path.resolve()
+        if path not in self.nics:
+            try:
+                self.nics[path] = load_nic(path)
+            except NicError as e:
+                raise TopologyError(str(e)) from None
+        return path, self.nics[path]
 
     def time_scale(self, labels: dict[str, str], where: str) -> float:
         text = labels.get(TIME_SCALE_LABEL)
