@@ -439,11 +439,11 @@ class IngressBuffers:
         for pool in self.pools.values():
             pool.peak, pool.headroom_peak = pool.used, pool.headroom_used
 
-    def headroom_use(self) -> list[HeadroomUse]:
-        """Every lossless PG's worst XOFF episode against its headroom."""
+    def headroom_use(self, port: str) -> list[HeadroomUse]:
+        """Each of the port's lossless PGs' worst XOFF episode against its headroom."""
         return [HeadroomUse(b.port, b.pg, b.headroom, b.after_xoff_max, b.headroom_peak,
                             b.drops)
-                for buffers in self._pgs.values() for b in buffers if b.lossless]
+                for b in self._pgs.get(port, []) if b.lossless]
 
     def snapshot(self, now: float) -> dict:
         """Occupancy, thresholds, watermarks and drops of every pool and PG, JSON-ready

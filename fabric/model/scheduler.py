@@ -104,6 +104,8 @@ class Lateness:
 
     def percentile(self, fraction: float) -> float:
         """An upper bound (seconds) on the given fraction of lateness values, e.g. 0.99."""
+        if not self.count:  # most ports of a big fabric, at every counter read
+            return 0.0
         needed = math.ceil(fraction * self.count)
         seen = 0
         for bucket, count in enumerate(self.buckets):

@@ -482,7 +482,7 @@ class Switch:
             "lateness": scheduler.lateness.as_dict(),
             "mtu_frame_s": mtu_frame * 8 / scheduler.rate_bps,
             "headroom": [{**use._asdict(), "within": use.within}
-                         for use in self._buffers.headroom_use() if use.port == port.name],
+                         for use in self._buffers.headroom_use(port.name)],
         }
         return entry
 

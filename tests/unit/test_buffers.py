@@ -83,7 +83,7 @@ def test_headroom_absorbs_exactly_xoff_bytes_then_drops_as_headroom_exhausted():
     assert b.admit(P0, 3, 64, 0.0).verdict == DROP_HEADROOM_EXHAUSTED  # not a byte more
     assert (pg.drops, pg.dropped_bytes) == (2, 1064)
     assert (pg.headroom_used, pg.headroom_peak) == (4000, 4000)
-    (use,) = b.headroom_use()
+    (use,) = b.headroom_use(P0)
     assert (use.port, use.pg, use.headroom, use.after_xoff_max, use.headroom_peak) == (
         P0, 3, 4000, 5064, 4000)
     assert not use.within  # more arrived after XOFF than the headroom holds
@@ -92,7 +92,7 @@ def test_headroom_absorbs_exactly_xoff_bytes_then_drops_as_headroom_exhausted():
 def test_headroom_use_is_within_when_the_burst_fits():
     b = buffers({(P0, 3): profile(size=4000, xoff=4000, static_th=10_000)})
     fill(b, P0, 3, 14)
-    (use,) = b.headroom_use()
+    (use,) = b.headroom_use(P0)
     assert (use.after_xoff_max, use.drops, use.within) == (4000, 0, True)
 
 
@@ -231,7 +231,7 @@ def test_lossy_pgs_drop_at_their_limit_and_never_xoff():
     # alpha 1/2: 33000 shared = (100000 - 33000) / 2 rounded down to whole frames
     assert (lossy.shared, lossy.xoff, lossy.headroom_used) == (33_000, False, 0)
     assert (unpaused.reserved_used, unpaused.shared, unpaused.drops) == (4000, 3000, 13)
-    assert b.headroom_use() == []
+    assert b.headroom_use(P0) == []
 
 
 def test_a_full_pool_drops_lossy_frames_whatever_alpha_says():
