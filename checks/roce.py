@@ -265,14 +265,24 @@ def drops(snap: dict, switch: str, reason: str) -> int:
     return snap[switch]["drops"].get(reason, 0)
 
 
-def trimmed(snap: dict) -> dict:
-    """The counters a check reasons about (drops, per port rx/tx, PGs, queues, drops), without
-    the FDB, ARP and route tables."""
-    keep = ("rx_packets", "tx_packets", "forwarded", "drops", "pgs", "queues")
-    return {switch: {"drops": c.get("drops", {}),
-                     "ports": {p: {k: v[k] for k in keep if k in v}
-                               for p, v in c.get("ports", {}).items()}}
-            for switch, c in snap.items()}
+def trimmed(snap: dict, moved: dict) -> dict:
+    """The counters a check reasons about (drops, per port rx/tx, PGs, queues) of what
+    ``moved`` (a ``delta``) names: its switches, their ports, the PGs and queues that
+    counted frames, without the FDB, ARP and route tables."""
+    out: dict = {}
+    for switch, c in snap.items():
+        if switch not in moved:
+            continue
+        ports = {}
+        for port, seen in moved[switch].get("ports", {}).items():
+            v = c.get("ports", {}).get(port, {})
+            ports[port] = {k: v[k] for k in ("rx_packets", "tx_packets", "forwarded", "drops")
+                           if k in v}
+            for group in ("pgs", "queues"):
+                if group in seen:
+                    ports[port][group] = {i: v.get(group, {}).get(i) for i in seen[group]}
+        out[switch] = {"drops": c.get("drops", {}), "ports": ports}
+    return out
 
 
 def delta(before: dict, after: dict) -> dict:
