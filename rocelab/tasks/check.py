@@ -29,6 +29,8 @@ def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="netn
     from checks import run as checks
     if runtime not in ("netns", "containerlab", "sim"):
         raise fail(f"--runtime {runtime!r}: say netns, containerlab or sim")
+    if float(jitter_ns) < 0:
+        raise fail(f"--jitter-ns {float(jitter_ns):g}: timing jitter cannot be negative")
     extra = ["--time-scale", str(float(time_scale)), "--seed", str(int(seed)),
              "--jitter-ns", str(float(jitter_ns))] if runtime == "sim" else []
     try:

@@ -157,6 +157,8 @@ def test_check_on_a_path_that_is_not_a_lab_is_exit_2(elsewhere, capsys):
     assert code == 2 and "nowhere/at-all" in one_line(err)
     code, _, err = rocelab(capsys, "check", "fabric-a", "--runtime", "bogus")
     assert code == 2 and "--runtime" in one_line(err)
+    code, _, err = rocelab(capsys, "check", "fabric-a", "--runtime", "sim", "--jitter-ns", "-5")
+    assert code == 2 and "--jitter-ns -5: timing jitter cannot be negative" in one_line(err)
     assert not (elsewhere.parent.parent.parent / "results").exists()  # nothing was made
 
 
