@@ -63,8 +63,7 @@ _TOPOLOGY = pytest.StashKey[Topology | None]()
 
 def _lab_topology(config: pytest.Config) -> Topology | None:
     """The running lab's topology at collection time (None: the `lab` fixture will say why),
-    loaded once: every parametrized check asks, and a 256-host lab's 300 files took 4 s
-    to read each time."""
+    loaded once: every parametrized check asks, and sizing-256 took 4 s to load each time."""
     if _TOPOLOGY not in config.stash:
         config.stash[_TOPOLOGY] = _load_topology(config)
     return config.stash[_TOPOLOGY]

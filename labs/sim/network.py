@@ -47,7 +47,6 @@ class SimNetwork:
         self.topology = topo
         self.time_scale = time_scale
         self.seed = seed
-        self.jitter_s = jitter_s
         self.engine = Engine()
         self.switches: dict[str, SimSwitch] = {}
         self.hosts: dict[str, SimHost] = {}

@@ -12,8 +12,8 @@ pause restarts its sender on the bottleneck's departure grid and the two stay ph
 the live shells take each frame some tens of microseconds late (their measured scheduler
 and arrival lateness), which breaks that lock. Given a mean, each frame arrives a draw of
 an exponential delay with that mean later than its cable says (the live lateness histograms
-are close to exponential: p99 about 4.6 times the mean), never before the frame ahead of
-it, so ``invoke sim.compare`` can simulate what the live lab's clocks did
+are close to exponential: p99 four to six times the mean, an exponential's 4.6), never
+before the frame ahead of it, so ``invoke sim.compare`` can simulate what the live lab's clocks did
 (docs/runtimes.md, "Timing jitter").
 """
 from __future__ import annotations
