@@ -141,8 +141,6 @@ def compare(spec: str, results: Path, say: Callable[[str], None] = print,
     and the jitter (fabric ns) the simulated runs had."""
     if not seeds:
         raise ValueError("sim.compare needs at least one seed")
-    if jitter_ns is not None and jitter_ns < 0:
-        raise ValueError(f"--jitter-ns {jitter_ns:g}: timing jitter cannot be negative")
     topo = topology.load(spec)
     scale = max(n.time_scale for n in topo.switches)
     live_dir = results / "live"

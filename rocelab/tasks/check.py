@@ -5,7 +5,7 @@ from __future__ import annotations
 from invoke import Exit, task
 
 from rocelab.tasks.common import (INCONCLUSIVE, PASSED, REUSE_HELP, USAGE, USER_ERRORS,
-                                  console, fail, interrupted)
+                                  console, checked_jitter_ns, fail, interrupted)
 
 
 @task(help={"name": "lab folder, .clab.yml path, or lab name (./topologies/NAME); brought up "
@@ -29,10 +29,8 @@ def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="netn
     from checks import run as checks
     if runtime not in ("netns", "containerlab", "sim"):
         raise fail(f"--runtime {runtime!r}: say netns, containerlab or sim")
-    if float(jitter_ns) < 0:
-        raise fail(f"--jitter-ns {float(jitter_ns):g}: timing jitter cannot be negative")
     extra = ["--time-scale", str(float(time_scale)), "--seed", str(int(seed)),
-             "--jitter-ns", str(float(jitter_ns))] if runtime == "sim" else []
+             "--jitter-ns", str(checked_jitter_ns(jitter_ns))] if runtime == "sim" else []
     try:
         code, folder = checks.run(name, k=k or None, results=results or None,
                                   say=console.print, reuse=reuse, overwrite=overwrite,

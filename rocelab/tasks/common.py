@@ -35,6 +35,15 @@ def fail(e: Exception | str) -> Exit:
     return Exit(f"rocelab: {e}", code=USAGE if isinstance(e, (str, *BAD_INPUT)) else FAILED)
 
 
+def checked_jitter_ns(value: str | float) -> float:
+    """A ``--jitter-ns`` option (``check``, ``sim.compare``), refused before anything runs
+    when negative."""
+    ns = float(value)
+    if ns < 0:
+        raise fail(f"--jitter-ns {ns:g}: timing jitter cannot be negative")
+    return ns
+
+
 def interrupted(e: KeyboardInterrupt, what: str) -> Exit:
     """Ctrl-C, SIGTERM or SIGHUP: say what was undone; exit 128 + the signal, as a shell
     reports a process the signal stopped."""

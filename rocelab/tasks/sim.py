@@ -7,7 +7,7 @@ from invoke import Collection, Exit, task
 from rich.table import Table
 
 from labs import lab as labs
-from rocelab.tasks.common import FAILED, USER_ERRORS, console, fail
+from rocelab.tasks.common import FAILED, USER_ERRORS, checked_jitter_ns, console, fail
 
 
 @task(help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
@@ -24,9 +24,9 @@ def compare(c, name, results="", seeds=5, jitter_ns=""):
     try:
         if int(seeds) < 1:
             raise ValueError(f"--seeds {seeds}: at least one simulated run is needed")
+        jitter = checked_jitter_ns(jitter_ns) if jitter_ns != "" else None
         folder = Path(results) if results else checks.fresh_results(
             f"compare-{labs.lab_name(name)}")
-        jitter = float(jitter_ns) if jitter_ns != "" else None
         rows, jitter = cmp.compare(name, folder, say=console.print, seeds=range(int(seeds)),
                                    jitter_ns=jitter)
     except USER_ERRORS as e:
