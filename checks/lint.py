@@ -363,17 +363,12 @@ def dcqcn_byte_counter(lab: Lab) -> Iterator[Finding]:
     PFC fires in steady state, as the ECN check then reports (docs/concepts.md, "DCQCN: the
     paper and the firmware"). One finding per NIC file, at the fastest port it drives."""
     fastest: dict[Path, tuple[float, NicSettings]] = {}
-    for host in lab.topology.hosts:
-        if host.nic is None or host.nic_path is None:
-            continue
-        for iface in lab.topology.interfaces(host.name):
-            peer = lab.topology.peer(host.name, iface)
-            config = lab.configs.get(peer.node) if peer else None
-            port = config.ports.get(port_name(peer.iface)) if config else None
-            if port is not None:
-                bps = port.speed_mbps * 1e6
-                if bps > fastest.get(host.nic_path, (0.0, host.nic))[0]:
-                    fastest[host.nic_path] = (bps, host.nic)
+    for host, _iface, _switch, config, name in _nic_ports(lab):
+        port = config.ports.get(name)
+        if port is not None and host.nic_path is not None:
+            bps = port.speed_mbps * 1e6
+            if bps > fastest.get(host.nic_path, (0.0, host.nic))[0]:
+                fastest[host.nic_path] = (bps, host.nic)
     for path, (bps, nic) in fastest.items():
         d = nic.dcqcn
         if not d.enabled or d.mode != "firmware" or not d.rpg_byte_reset or d.clamp_tgt_rate:
@@ -493,15 +488,21 @@ def host_dscp(lab: Lab) -> Iterator[Finding]:
     """The NIC and the switch port it is wired to must agree on the RoCE class: a host that
     marks another DSCP or priority than the switch treats as lossless sends RoCE into a lossy
     place, whatever the switches' own chain looks like."""
+    for host, iface, switch, config, port in _nic_ports(lab):
+        yield from _host_on_port(host, iface, host.nic, switch, config, port)
+
+
+def _nic_ports(lab: Lab) -> Iterator[tuple[Node, str, str, SwitchConfig, str]]:
+    """(host, its interface, switch, switch config, SONiC port) for every host with NIC
+    settings, per interface wired to a switch whose config loaded."""
     for host in lab.topology.hosts:
         if host.nic is None:
             continue
         for iface in lab.topology.interfaces(host.name):
             peer = lab.topology.peer(host.name, iface)
             config = lab.configs.get(peer.node) if peer else None
-            if config is not None:  # a switch whose config loaded
-                yield from _host_on_port(host, iface, host.nic, peer.node, config,
-                                         port_name(peer.iface))
+            if config is not None:
+                yield host, iface, peer.node, config, port_name(peer.iface)
 
 
 def _host_on_port(host: Node, iface: str, nic: NicSettings, switch: str,
