@@ -1,5 +1,5 @@
 """invoke tasks for working on rocelab itself: every user task comes from the installed
-package (``rocelab.tasks``, also the ``rocelab`` command); only the dev-only ``test`` and
+package (``rocelab.cli.tasks``, also the ``rocelab`` command); only the dev-only ``test`` and
 ``bench`` live here."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 from invoke import Exit, task
 
-from rocelab.tasks import namespace
+from rocelab.cli.tasks import namespace
 
 
 @task

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from pyroute2 import NetNS, netns
 
-from labs.runtimes.netns import (PROJECT_ROOT, await_agent, in_namespace, remove_namespace,
-                                 stop_processes)
-from labs.state import AgentState
+from rocelab.labs.project import PROJECT_ROOT
+from rocelab.labs.runtimes.netns import (await_agent, in_namespace, remove_namespace,
+                                         stop_processes)
+from rocelab.labs.state import AgentState
 
 PREFIX = "rlbench-"
 SRC, DUT, SINK = (PREFIX + n for n in ("src", "dut", "sink"))
@@ -149,7 +150,7 @@ def agent_rate(folder: Path, name: str, routed: bool, scale: float | None, src_m
     control = folder / "dut.sock"
     pacing = [] if scale is None else ["--time-scale", str(scale)]
     log = folder / f"{name}.log"
-    agent = spawn(DUT, ["-m", "fabric.agent", "--config", str(config), "--name", "dut",
+    agent = spawn(DUT, ["-m", "rocelab.fabric.agent", "--config", str(config), "--name", "dut",
                         "--control", str(control), "--ports", "eth1,eth2", *pacing], log)
     try:
         await_agent(AgentState(node="dut", namespace=DUT, pid=agent.pid, control=str(control),

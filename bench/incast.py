@@ -28,10 +28,10 @@ from pathlib import Path
 
 from pyroute2 import NetNS
 
-from fabric.client import fidelity
-from labs import lab as labs
-from labs.runtimes.netns import PROJECT_ROOT
-from labs.topology import TIME_SCALE_LABEL
+from rocelab.fabric.client import fidelity
+from rocelab.labs import lab as labs
+from rocelab.labs.project import PROJECT_ROOT
+from rocelab.labs.topology import TIME_SCALE_LABEL
 from tests.conftest import copy_lab
 
 LAB = "roce-v2-leafspine"
@@ -77,7 +77,7 @@ def bottleneck_tx(lab) -> int:
 
 def blast(lab, count: int, scale: float, timeout: float) -> dict[str, dict | str]:
     """Start every sender at once and collect their JSON reports (or why one failed)."""
-    argv = [sys.executable, "-m", "traffic.blast", "--dst-ip", H1_IP, "--count", str(count),
+    argv = [sys.executable, "-m", "rocelab.traffic.blast", "--dst-ip", H1_IP, "--count", str(count),
             "--size", str(FRAME), "--time-scale", f"{scale:g}"]
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     procs = {host: subprocess.Popen(lab.runtime.exec_argv(lab.state, host, argv),

@@ -14,11 +14,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from labs import lab as labs
-from labs.runtimes.netns import PROJECT_ROOT, await_agent, in_namespace, stop_processes
-from labs.state import AgentState
-from labs.topology import Topology
-from labs.topology import load as load_topology
+from rocelab.labs import lab as labs
+from rocelab.labs.project import PROJECT_ROOT
+from rocelab.labs.runtimes.netns import await_agent, in_namespace, stop_processes
+from rocelab.labs.state import AgentState
+from rocelab.labs.topology import Topology
+from rocelab.labs.topology import load as load_topology
 from tests.conftest import copy_lab
 
 RUNS = 3
@@ -49,7 +50,7 @@ def start_agents_bare(topo: Topology, prefix: str, folder: Path) -> list[AgentSt
         control = folder / f"{node.name}.sock"
         log = folder / f"{node.name}.log"
         argv = in_namespace(f"{prefix}{node.name}", [
-            sys.executable, "-m", "fabric.agent", "--config", str(node.config_path),
+            sys.executable, "-m", "rocelab.fabric.agent", "--config", str(node.config_path),
             "--name", node.name, "--control", str(control),
             "--ports", ",".join(topo.interfaces(node.name))])
         with open(log, "wb") as out:

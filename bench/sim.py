@@ -36,7 +36,7 @@ WALL_BUDGET_S = 600.0
 
 
 def _lab(path: Path):
-    from labs import lab as labs
+    from rocelab.labs import lab as labs
     return labs.simulated(str(path))
 
 
@@ -46,8 +46,8 @@ def frame_hops(lab) -> int:
 
 def engine_speed() -> dict:
     """The lossless incast of the checks, simulated; frame-hops/s and a profile."""
-    from checks import congestion as cg
-    from traffic import patterns
+    from rocelab.checks import congestion as cg
+    from rocelab.traffic import patterns
     lab = _lab(DEFAULT_LAB)
     incast = cg.incast_of(lab)
     mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
@@ -106,7 +106,7 @@ def timed_checks(lab: Path, runtime: str, results: Path) -> dict:
     """One ``invoke check`` of ``lab``: wall time (a live one's lab.up and lab.down
     included, as a user waits for them), the checks' own time, what ran, and how busy the
     machine was meanwhile (other work on it slows a live run more than a simulated one)."""
-    from checks import run as checks
+    from rocelab.checks import run as checks
     said: list[tuple[float, str]] = []
     load0, (busy0, total0) = os.getloadavg()[0], cpu_jiffies()
     start = time.perf_counter()
@@ -153,7 +153,7 @@ def scale(pattern: str, lab: str, size: int, timeout_s: float = 3600) -> dict:
 
 def run_pattern(pattern: str, lab_name: str, size: int) -> dict:
     """The child's work: build the lab, run the pattern, say what it cost."""
-    from traffic import patterns
+    from rocelab.traffic import patterns
     start = time.perf_counter()
     lab = _lab(ROOT / "topologies" / lab_name / f"{lab_name}.clab.yml")
     hosts = sorted(h.name for h in lab.topology.hosts)

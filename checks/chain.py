@@ -9,9 +9,9 @@ after``.
 """
 from __future__ import annotations
 
-from fabric.config import SwitchConfig
-from fabric.qos import pg_of_tc, port_setting, qos_ports, queue_of_tc, tc_of_dscp, tc_of_pcp
-from checks.classes import RoceClass
+from ..fabric.config import SwitchConfig
+from ..fabric.qos import pg_of_tc, port_setting, qos_ports, queue_of_tc, tc_of_dscp, tc_of_pcp
+from .classes import RoceClass
 
 ABSENT = "absent"
 Chain = dict[str, dict[str, dict[str, str]]]  # switch -> "port class" -> fact -> value

@@ -7,7 +7,7 @@ Where each value comes from, first match wins:
 - RoCE DSCP and priority: an option (``--dscp``, ``--priority``); the
   ``rocelab.roce-priority`` label (priority only); the hosts' NIC settings files (each
   distinct class once); the switches' maps (a lossless priority and the lowest DSCP mapped to
-  its TC); failing all of these, the NIC defaults of ``labs.nic`` (what a host with no NIC
+  its TC); failing all of these, the NIC defaults of ``nic.settings`` (what a host with no NIC
   file sends), which the lint then reports as not lossless.
 - Lossless priorities: the RoCE priorities, and every priority a switch port enables PFC on
   (``pfc_enable``). A lab with two (Azure's 3 and 4) has its chain checked on both; a
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fabric.config import SwitchConfig
-from fabric.qos import port_setting, qos_ports, tc_of_dscp
-from labs.nic import NicSettings
-from labs.topology import Topology
+from ..fabric.config import SwitchConfig
+from ..fabric.qos import port_setting, qos_ports, tc_of_dscp
+from ..nic.settings import NicSettings
+from ..labs.topology import Topology
 
 PRIORITY_LABEL = "rocelab.roce-priority"
 

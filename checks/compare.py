@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from checks import run as checks
-from labs import topology
+from . import run as checks
+from ..labs import topology
 
 TOLERANCE = 0.15
 SCENARIOS = "congestion and not storm and not dscp"  # the incast scenarios

@@ -23,15 +23,15 @@ from pathlib import Path
 
 import pytest
 
-from checks import classes
-from checks import congestion as cg
-from checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
-from labs import domains as l2
-from labs import fingerprint
-from labs import lab as labs
-from labs import state as states
-from labs import topology
-from labs.topology import Topology
+from rocelab.checks import classes
+from rocelab.checks import congestion as cg
+from rocelab.checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
+from rocelab.labs import domains as l2
+from rocelab.labs import fingerprint
+from rocelab.labs import lab as labs
+from rocelab.labs import state as states
+from rocelab.labs import topology
+from rocelab.labs.topology import Topology
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rocelab checks")

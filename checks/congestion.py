@@ -25,16 +25,16 @@ from pathlib import Path
 
 import yaml
 
-from checks import plots
-from fabric import afpacket
-from fabric.client import MIN_FRAMES_FOR_P99, fidelity
-from fabric.config import port_name
-from fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
-from labs import lock
-from labs.lab import Lab
-from labs.nic import NicSettings
-from traffic import patterns
-from traffic.packets import PFC_DST
+from . import plots
+from ..fabric import afpacket
+from ..fabric.client import MIN_FRAMES_FOR_P99, fidelity
+from ..fabric.config import port_name
+from ..fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
+from ..labs import lock
+from ..labs.lab import Lab
+from ..nic.settings import NicSettings
+from ..traffic import patterns
+from ..nic.roce import PFC_DST
 
 TRACE_INTERVAL_MS = 2.0
 OVERLOAD = 1.5

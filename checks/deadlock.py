@@ -30,10 +30,10 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fabric.config import iface_name, port_name
-from fabric.qos import queue_of_tc, tc_of_dscp
-from labs.nic import NicSettings
-from labs.topology import DEFAULT_TIME_SCALE, Topology
+from ..fabric.config import iface_name, port_name
+from ..fabric.qos import queue_of_tc, tc_of_dscp
+from ..nic.settings import NicSettings
+from ..labs.topology import DEFAULT_TIME_SCALE, Topology
 
 FAIL_LABEL = "rocelab.fail-link"
 

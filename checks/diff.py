@@ -30,11 +30,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from checks import lint as lints
-from checks.chain import chain
-from checks.classes import RoceClass, expectations
-from labs.topology import Topology, TopologyError
-from labs.topology import resolve as resolve_lab
+from . import lint as lints
+from .chain import chain
+from .classes import RoceClass, expectations
+from ..labs.topology import Topology, TopologyError
+from ..labs.topology import resolve as resolve_lab
 
 SCENARIO_KEYS = ("complete", "elapsed_s", "delivered_bytes", "retransmitted", "naks",
                  "timeouts", "cnps", "ecn_marks", "pfc_sent", "pfc_frames_captured")

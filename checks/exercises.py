@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from checks import lint as lints
-from checks import run as checks_run
-from labs import topology
-from labs.nic import NicSettings
+from . import lint as lints
+from . import run as checks_run
+from ..labs import topology
+from ..nic.settings import NicSettings
 
 
 class ExerciseError(ValueError):

@@ -3,7 +3,7 @@
 No root and no running lab: it reads the topology and every switch's config_db.json and
 reports findings (severity, file, ``TABLE|key|field``, why it matters, the fix). Each rule is
 a small function with a stable id taking a ``Lab`` and yielding ``Finding``s. The host rule
-reads each host's NIC settings file (labs.nic) against the switch port it is wired to, and
+reads each host's NIC settings file (nic.settings) against the switch port it is wired to, and
 its findings name the NIC file and field (``roce.dscp``). What the lab means to carry (RoCE
 DSCP and priority, CNP DSCP, lossless priorities) comes from its own files
 (``checks.classes``); a lab with two lossless priorities has its chain checked on both.
@@ -17,15 +17,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from fabric import tables
-from fabric.config import BufferProfile, ConfigError, SwitchConfig, port_name
-from fabric.config import load as load_config
-from fabric.qos import (HeadroomParams, bound, pauses_sender, pg_of_tc, port_setting, qos_ports,
-                        queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
-from checks.classes import RoceClass, expectations
-from labs.nic import NicSettings
-from labs.topology import Node, Topology
-from labs.topology import load as load_topology
+from ..fabric import tables
+from ..fabric.config import BufferProfile, ConfigError, SwitchConfig, port_name
+from ..fabric.config import load as load_config
+from ..fabric.qos import (HeadroomParams, bound, pauses_sender, pg_of_tc, port_setting,
+                          qos_ports, queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
+from .classes import RoceClass, expectations
+from ..nic.settings import NicSettings
+from ..labs.topology import Node, Topology
+from ..labs.topology import load as load_topology
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")

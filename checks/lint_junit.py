@@ -10,7 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from checks.lint import RULES, Finding, Lab
+from .lint import RULES, Finding, Lab
 
 
 def junit(lab: Lab, findings: list[Finding], strict: bool = False) -> str:

@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from fabric.config import port_name
-from traffic import patterns
+from ..fabric.config import port_name
+from ..traffic import patterns
 
 REFERENCE_FILE = "reference.yml"
 SCENARIOS = ("incast", "pfc_timing", "unfairness")

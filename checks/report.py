@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.summary_md import write_markdown
-from labs import fingerprint
-from labs import state as states
-from labs.topology import NAME_RE
+from .summary_md import write_markdown
+from ..labs import fingerprint
+from ..labs import state as states
+from ..labs.topology import NAME_RE
 
 LAB_INFO = pytest.StashKey[dict]()  # {"lab", "runtime", "time_scale"}, set by the lab fixture
 EVIDENCE = "evidence"

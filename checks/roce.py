@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv6Interface
 
 
-from fabric.config import SwitchConfig, port_name
-from fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp, tc_of_pcp
-from labs.lab import Lab
-from labs.topology import Topology
+from ..fabric.config import SwitchConfig, port_name
+from ..fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp, tc_of_pcp
+from ..labs.lab import Lab
+from ..labs.topology import Topology
 
 ETH_P_8021Q = 0x8100
 ETH_P_IPV4 = 0x0800
@@ -73,7 +73,7 @@ def is_ip(frame: bytes) -> bool:
 
 def describe(frame: bytes, info=None) -> dict:
     """A frame as a row of an evidence table."""
-    from traffic.packets import classify
+    from ..nic.roce import classify
     info = info if info is not None else classify(frame)
     etype, _ = network(frame)
     tagged = struct.unpack_from("!H", frame, 12)[0] == ETH_P_8021Q
@@ -90,7 +90,7 @@ def describe(frame: bytes, info=None) -> dict:
 
 def difference(sent: bytes, seen: bytes) -> str:
     """What a switch changed that it must not have, in words."""
-    from traffic.packets import classify
+    from ..nic.roce import classify
     a, b = classify(sent), classify(seen)
     if a is None or b is None:
         return "no longer a RoCE frame"

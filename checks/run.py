@@ -20,13 +20,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from checks import outcome, report
-from labs import lab as labs
-from labs import lock
-from labs import state as states
-from labs import topology
-from labs.interrupt import ALL, Interrupted, deferred, here_only, interruptible
-from labs.runtimes.netns import LabError, traces_allowed_in
+from . import outcome, report
+from ..labs import lab as labs
+from ..labs import lock
+from ..labs import state as states
+from ..labs import topology
+from ..labs.interrupt import ALL, Interrupted, deferred, here_only, interruptible
+from ..labs.errors import LabError
+from ..labs.runtimes.netns import traces_allowed_in
 
 ROOT = Path(__file__).resolve().parent.parent
 TEARDOWN_TIMEOUT_S = 120.0  # after an interrupt, pytest's teardown gets this long
@@ -71,7 +72,7 @@ def pytest_argv(lab: str, results: Path, k: str | None = None,
     ``extra``: more pytest options, e.g. ``--runtime sim --seed 3``. It runs in the
     package's folder (``ROOT``), so every path in it is absolute."""
     argv = [sys.executable, "-m", "pytest", str(ROOT / "checks"),
-            "-p", "checks.report", "-p", "no:cacheprovider",
+            "-p", "rocelab.checks.report", "-p", "no:cacheprovider",
             "--lab", lab, "--results", str(results),
             f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit1",
             "-q", "--tb=short", "--no-header", "-o", "addopts="]

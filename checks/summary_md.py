@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checks import outcome
-from labs.state import write_atomic
+from . import outcome
+from ..labs.state import write_atomic
 
 ICONS = {"passed": "✅ PASS", "failed": "❌ FAIL", "error": "⚠️ ERROR",
          "inconclusive": "❔ INCONCLUSIVE", "skipped": "⏭️ SKIP"}

@@ -19,16 +19,16 @@ import math
 
 import pytest
 
-from checks import classes
-from checks import congestion as cg
-from checks import deadlock as dl
-from labs import actions
-from checks import plots
-from checks.report import record_evidence, record_fidelity, record_plot
-from fabric.config import iface_name, port_name
-from fabric.model.watchdog import FABRIC, STORM_CHECK
-from fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp
-from traffic import patterns
+from rocelab.checks import classes
+from rocelab.checks import congestion as cg
+from rocelab.checks import deadlock as dl
+from rocelab.labs import actions
+from rocelab.checks import plots
+from rocelab.checks.report import record_evidence, record_fidelity, record_plot
+from rocelab.fabric.config import iface_name, port_name
+from rocelab.fabric.model.watchdog import FABRIC, STORM_CHECK
+from rocelab.fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp
+from rocelab.traffic import patterns
 
 MESSAGES = 2
 QPS = 4

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import pytest
 
-from checks import congestion as cg
-from checks import deadlock as dl
-from checks.report import record_fidelity
-from fabric.client import fidelity
-from fabric.config import iface_name, port_name
-from labs import actions
-from traffic import patterns
+from rocelab.checks import congestion as cg
+from rocelab.checks import deadlock as dl
+from rocelab.checks.report import record_fidelity
+from rocelab.fabric.client import fidelity
+from rocelab.fabric.config import iface_name, port_name
+from rocelab.labs import actions
+from rocelab.traffic import patterns
 
 QPS = 4
 FORM_FABRIC_S = 0.005  # fabric time the recipe runs before the first reading

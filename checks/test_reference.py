@@ -28,14 +28,14 @@ from contextlib import ExitStack
 
 import pytest
 
-from checks import congestion as cg
-from checks import reference as ref
-from checks.report import record_evidence
-from fabric.model.frames import pfc_frame
-from fabric.qos import pg_of_tc, tc_of_dscp
-from labs import actions
-from traffic import patterns
-from traffic.packets import PFC_DST
+from rocelab.checks import congestion as cg
+from rocelab.checks import reference as ref
+from rocelab.checks.report import record_evidence
+from rocelab.fabric.model.frames import pfc_frame
+from rocelab.fabric.qos import pg_of_tc, tc_of_dscp
+from rocelab.labs import actions
+from rocelab.traffic import patterns
+from rocelab.nic.roce import PFC_DST
 
 LINE_SHARE = {"paper": 0.90, "firmware": 0.85}  # issue 12, point 6
 FAIRNESS = 0.10  # paper: senders within 10 % of each other; firmware: of the fair share

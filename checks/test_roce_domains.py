@@ -12,20 +12,20 @@ from dataclasses import dataclass
 
 import pytest
 
-from checks import roce
-from fabric.config import port_name
-from labs import domains as l2
-from fabric.qos import pauses_sender, pg_of_tc, port_setting, queue_of_tc
-from labs.nic import RoceSettings
-from traffic.patterns import nic_settings
-from traffic.probe import ProbeResult, probe
+from rocelab.checks import roce
+from rocelab.fabric.config import port_name
+from rocelab.labs import domains as l2
+from rocelab.fabric.qos import pauses_sender, pg_of_tc, port_setting, queue_of_tc
+from rocelab.nic.settings import RoceSettings
+from rocelab.traffic.patterns import nic_settings
+from rocelab.traffic.probe import ProbeResult, probe
 
 COUNT = 3  # frames per probe: enough to tell "all" from "some", cheap to capture
 ATTEMPTS = 4  # counter checks retry when unrelated traffic (ARP, IPv6 chatter) moved them
 
 
 def roce_of(lab, host: str) -> RoceSettings:
-    """How ``host`` marks RoCE: its NIC settings (the file's, or labs.nic's defaults, which
+    """How ``host`` marks RoCE: its NIC settings (the file's, or nic.settings's defaults, which
     are what its endpoint sends when it has no file)."""
     return nic_settings(lab.topology.nodes[host], None).roce
 

@@ -18,11 +18,11 @@ import json
 
 import pytest
 
-from checks import congestion as cg
-from checks import victim as vm
-from checks.report import record_evidence, record_fidelity
-from labs import actions
-from traffic import patterns
+from rocelab.checks import congestion as cg
+from rocelab.checks import victim as vm
+from rocelab.checks.report import record_evidence, record_fidelity
+from rocelab.labs import actions
+from rocelab.traffic import patterns
 
 QPS = 4
 MESSAGES = 2

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checks.congestion import Incast
-from fabric.config import port_name
-from labs.topology import Topology
-from traffic import patterns
+from .congestion import Incast
+from ..fabric.config import port_name
+from ..labs.topology import Topology
+from ..traffic import patterns
 
 VICTIM_QP = 99  # the victim's QP number: apart from the incast's QPs 0..QPS-1
 LOST = 0.75  # under PFC alone a pause-only victim keeps at most this share of its goodput

@@ -19,7 +19,7 @@ interface is up again.
 than a frame time at the emulated rate (machine-facts.md). Run inside the switch's network
 namespace:
 
-    python -m fabric.agent --config config_db.json --name leaf1 \
+    python -m rocelab.fabric.agent --config config_db.json --name leaf1 \
         --control /run/.../control/leaf1.sock --ports eth1,eth2 --time-scale 3000 \
         --trace-root /path/to/results --trace-root /run/rocelab/<lab>
 """
@@ -36,17 +36,17 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from fabric import afpacket
-from fabric.client import fidelity
-from fabric.config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig,
-                           load, port_name)
-from fabric.control import ControlError, ControlServer, TraceLimits
-from fabric.model.cable import DelayLine, propagation_s
-from fabric.model.scheduler import Lateness, wire_rate_bps
-from fabric.model.switch import Switch
-from fabric.realtime import realtime
-from fabric.routesync import RouteSync
-from fabric.trace import MIN_MAX_BYTES, Trace, TraceEnd, TracePathError, open_trace_file
+from . import afpacket
+from .client import fidelity
+from .config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig, load,
+                     port_name)
+from .control import ControlError, ControlServer, TraceLimits
+from .model.cable import DelayLine, propagation_s
+from .model.scheduler import Lateness, wire_rate_bps
+from .model.switch import Switch
+from .realtime import realtime
+from .routesync import RouteSync
+from .trace import MIN_MAX_BYTES, Trace, TraceEnd, TracePathError, open_trace_file
 
 IDLE_TICK_S = 1.0  # the longest sleep when the switch has no timer running
 BATCH = 64  # frames drained from one port before the loop looks at the others
@@ -432,7 +432,7 @@ def delay_line(config: SwitchConfig, port: str, time_scale: float | None) -> Del
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fabric.agent", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="rocelab.fabric.agent", description=__doc__.split("\n")[0])
     parser.add_argument("--config", required=True, help="the switch's config_db.json")
     parser.add_argument("--name", required=True, help="node name, for messages")
     parser.add_argument("--control", required=True, help="unix socket path for fabric.client")

@@ -22,10 +22,10 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import core_schema
 
-from fabric.tables import (NOT_EMULATED, UNEMULATED_LABEL, UnemulatedPolicy,
-                           not_emulated_reason, refused_reason)
-from fabric.userinput import MAX_INT_DIGITS, MAX_KEY_SHOWN, JsonError, brief, shown_key
-from fabric.userinput import decode_json
+from .tables import (NOT_EMULATED, UNEMULATED_LABEL, UnemulatedPolicy, not_emulated_reason,
+                     refused_reason)
+from .userinput import MAX_INT_DIGITS, MAX_KEY_SHOWN, JsonError, brief, shown_key
+from .userinput import decode_json
 
 TaggingMode = Literal["tagged", "untagged", "priority_tagged"]
 IPInterface = IPv4Interface | IPv6Interface  # an interface address of either family
@@ -82,7 +82,7 @@ class StaticRoute:
 class BgpNeighbor:
     """BGP_NEIGHBOR: one session, as bgpcfgd renders it into FRR."""
 
-    address: IPAddress  # either family; fabric.frr renders the IPv4 sessions
+    address: IPAddress  # either family; fabric.frrconfig renders the IPv4 sessions
     asn: int
     name: str = ""
     local_addr: IPAddress | None = None
@@ -652,7 +652,7 @@ _PYDANTIC_PROBLEMS = {
 def pydantic_problem(error: ValidationError) -> tuple[str, str]:
     """(dotted field path, problem) of the first error, phrased as rocelab's one-line messages.
 
-    Public so that other rocelab files validated with pydantic (labs.nic) word their errors
+    Public so that other rocelab files validated with pydantic (nic.settings) word their errors
     the same way; the path is "" for a problem with the whole entry.
     """
     first = error.errors()[0]

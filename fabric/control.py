@@ -25,8 +25,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fabric.model.watchdog import WATCHDOG_PROFILES
-from fabric.trace import DEFAULT_MAX_BYTES, DEFAULT_MAX_SECONDS, MAX_PATH, MIN_MAX_BYTES
+from .model.watchdog import WATCHDOG_PROFILES
+from .trace import DEFAULT_MAX_BYTES, DEFAULT_MAX_SECONDS, MAX_PATH, MIN_MAX_BYTES
 
 MAX_REQUEST_BYTES = 64 << 10
 MAX_CONNECTIONS = 16

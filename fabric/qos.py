@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fabric.config import PortQos, Qos, SwitchConfig
+from .config import PortQos, Qos, SwitchConfig
 
 GLOBAL = "global"  # the PORT_QOS_MAP key every port falls back to, field by field
 

@@ -3,7 +3,7 @@ switch's forwarding table, as SONiC's fpmsyncd copies zebra's routes to APPL_DB'
 ROUTE_TABLE for the ASIC.
 
 zebra installs its selected routes in the kernel's main table (plain multipath routes:
-``fabric.frr`` turns kernel nexthop groups off). The agent subscribes to IPv4 and IPv6 route
+``fabric.frrconfig`` turns kernel nexthop groups off). The agent subscribes to IPv4 and IPv6 route
 notifications on a netlink socket it polls from its own event loop (non-blocking, no
 thread), decodes them with pyroute2, and hands each batch to ``Switch.update_routes``:
 a new prefix or a changed next-hop set (NLM_F_REPLACE, carrying the full new set) installs,
@@ -17,7 +17,7 @@ IPv6 differs in one way: the kernel keeps an IPv6 multipath route as sibling rou
 one sibling deleted alone is notified as RTM_DELROUTE of a one-hop route though the others
 stay, so an IPv6 notification only marks its prefix; after the batch the IPv6 table is read
 back and each marked prefix takes the route it holds now (or is withdrawn). Next
-hops are what the kernel has: global addresses, because ``fabric.frr`` has bgpd prefer the
+hops are what the kernel has: global addresses, because ``fabric.frrconfig`` has bgpd prefer the
 global next hop of an IPv6 peer; a link-local one would work as well (the switch resolves
 it on the route's interface).
 """
@@ -32,9 +32,9 @@ from pyroute2 import IPRoute
 from pyroute2.netlink.rtnl import RTMGRP_IPV4_ROUTE, RTMGRP_IPV6_ROUTE, RTMGRP_LINK
 from pyroute2.netlink.rtnl.marshal import MarshalRtnl
 
-from fabric.config import IPNetwork, port_name
-from fabric.model.router import LearnedRoute
-from fabric.model.switch import Switch
+from .config import IPNetwork, port_name
+from .model.router import LearnedRoute
+from .model.switch import Switch
 
 MAIN_TABLE = 254
 RTN_UNICAST = 1

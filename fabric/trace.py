@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from fabric.model.switch import Switch
+from .model.switch import Switch
 
 DEFAULT_MAX_SECONDS = 600.0  # a trace nobody stopped ends after 10 minutes of wall time
 DEFAULT_MAX_BYTES = 256 << 20  # ... or 256 MiB: a few minutes of 1 ms samples of 8 ports

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import yaml
 
-from fabric.config import port_name
-from fabric.model.watchdog import FABRIC, STORM_CHECK
-from labs.runtimes.netns import LabError
-from labs.topology import Endpoint, Link, Topology
+from ..fabric.config import port_name
+from ..fabric.model.watchdog import FABRIC, STORM_CHECK
+from .errors import LabError
+from .topology import Endpoint, Link, Topology
 
 RESTORE_SLACK_S = 0.1  # past the last restoration a storm's watchdogs may report
 

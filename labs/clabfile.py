@@ -14,12 +14,12 @@ from pathlib import Path
 
 import yaml
 
-from fabric.config import DEFAULT_ECN_MARKING
-from labs.images import SWITCH_IMAGE
-from labs.runtimes.netns import LabError
-from labs.sonic import LoadMode
-from labs.topology import (SONIC_CONFIG_BINDS, SONIC_CONFIG_TARGET, SONIC_STAGED_CONFIG, Node,
-                           Topology)
+from ..fabric.config import DEFAULT_ECN_MARKING
+from .images import SWITCH_IMAGE
+from .errors import LabError
+from .sonic import LoadMode
+from .topology import (SONIC_CONFIG_BINDS, SONIC_CONFIG_TARGET, SONIC_STAGED_CONFIG, Node,
+                       Topology)
 
 SWITCH_LABEL = "rocelab.switch"
 SONIC_VS = "sonic-vs"  # the default: SONiC-VS, configuration-level checks only

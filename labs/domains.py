@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from ipaddress import IPv4Interface
 
-from fabric.config import SwitchConfig, iface_name, port_name
-from labs.topology import Endpoint, Topology
+from ..fabric.config import SwitchConfig, iface_name, port_name
+from .topology import Endpoint, Topology
 
 Segment = tuple[str, int]  # (switch, VLAN id)
 Port = tuple[str, str]  # (node, iface), e.g. ("leaf1", "eth3")

@@ -1,4 +1,4 @@
-"""Live RoCE endpoints: one ``traffic.endpoint`` process per host, inside its namespace,
+"""Live RoCE endpoints: one ``nic.endpoint`` process per host, inside its namespace,
 driven over JSON lines (``ready``, ``go``, ``progress``, ``done``); what ``Lab.start_endpoints``
 does for the live runtimes. The simulator drives the same NIC core in its event loop.
 """
@@ -15,11 +15,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from labs.runtimes.netns import PROJECT_ROOT
-from traffic.patterns import PatternError
+from .errors import EndpointError
+from .project import PROJECT_ROOT
 
 if TYPE_CHECKING:
-    from labs.lab import Lab
+    from .lab import Lab
 
 START_TIMEOUT_S = 15.0
 
@@ -60,7 +60,7 @@ class Storm:
 
     def __init__(self, lab: Lab, host: str, priority: int, seconds: float) -> None:
         argv = lab.runtime.exec_argv(lab.state, host, [
-            sys.executable, "-m", "traffic.storm", "--iface", lab.topology.interfaces(host)[0],
+            sys.executable, "-m", "rocelab.traffic.storm", "--iface", lab.topology.interfaces(host)[0],
             "--priority", str(priority), "--seconds", str(seconds)])
         self._pool = ThreadPoolExecutor(1)
         self._future = self._pool.submit(subprocess.run, argv, capture_output=True, text=True,
@@ -72,7 +72,7 @@ class Storm:
         finally:
             self._pool.shutdown()
         if proc.returncode != 0:
-            raise PatternError(f"storm: {(proc.stderr or proc.stdout).strip()[-300:]}")
+            raise EndpointError(f"storm: {(proc.stderr or proc.stdout).strip()[-300:]}")
         return json.loads(proc.stdout)
 
 
@@ -84,7 +84,7 @@ def run(lab: Lab, specs: dict[str, dict], timeout_s: float,
     try:
         for host in specs:
             argv = lab.runtime.exec_argv(lab.state, host,
-                                         [sys.executable, "-m", "traffic.endpoint", "--spec", "-"])
+                                         [sys.executable, "-m", "rocelab.nic.endpoint", "--spec", "-"])
             procs[host] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                            stderr=subprocess.PIPE, cwd=PROJECT_ROOT)
         events = _Events(procs)
@@ -118,7 +118,7 @@ class _Events:
             self.procs[host].stdin.write(line.encode() + b"\n")
             self.procs[host].stdin.flush()
         except BrokenPipeError:
-            raise PatternError(f"endpoint on {host} exited: {self._why(host)}") from None
+            raise EndpointError(f"endpoint on {host} exited: {self._why(host)}") from None
 
     def lines(self, timeout: float) -> list[tuple[str, str]]:
         """(host, line) for every complete line that arrived within ``timeout``."""
@@ -127,7 +127,7 @@ class _Events:
             host = key.data
             chunk = os.read(key.fd, 65536)
             if not chunk:
-                raise PatternError(f"endpoint on {host} exited: {self._why(host)}")
+                raise EndpointError(f"endpoint on {host} exited: {self._why(host)}")
             *complete, self.pending[host] = (self.pending[host] + chunk).split(b"\n")
             out += [(host, line.decode()) for line in complete]
         return out
@@ -139,14 +139,14 @@ class _Events:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 missing = sorted(set(self.procs) - set(got))
-                raise PatternError(f"endpoints on {', '.join(missing)} sent no {kind!r} in time")
+                raise EndpointError(f"endpoints on {', '.join(missing)} sent no {kind!r} in time")
             for host, line in self.lines(remaining):
                 try:
                     event = json.loads(line)
                 except ValueError:
-                    raise PatternError(f"endpoint on {host} said: {line[:200]}") from None
+                    raise EndpointError(f"endpoint on {host} said: {line[:200]}") from None
                 if event["event"] == "error":
-                    raise PatternError(f"endpoint on {host}: {event['error']}")
+                    raise EndpointError(f"endpoint on {host}: {event['error']}")
                 if event["event"] == "progress":
                     self.acked[host] = event["sent_bytes"]
                     if on_progress:

@@ -38,13 +38,14 @@ from pathlib import Path
 
 import yaml
 
-from fabric.config import port_name
-from labs import sonic, topology
-from labs.images import project_version
-from labs.clabfile import (as_rocelab_switch, dump_document, node_spec, own_binds, read_document,
-                           runs_rocelab_switch, set_binds, without_layered_settings)
-from labs.runtimes.netns import HOST_OFFLOADS_OFF, LabError
-from labs.topology import SONIC_CONFIG_TARGET, SONIC_STAGED_CONFIG, Node, Topology
+from ..fabric.config import port_name
+from . import sonic, topology
+from .images import project_version
+from .clabfile import (as_rocelab_switch, dump_document, node_spec, own_binds, read_document,
+                       runs_rocelab_switch, set_binds, without_layered_settings)
+from .runtimes.netns import HOST_OFFLOADS_OFF
+from .errors import LabError
+from .topology import SONIC_CONFIG_TARGET, SONIC_STAGED_CONFIG, Node, Topology
 
 API_VERSION = "clabernetes.containerlab.dev/v1alpha1"
 FORMATS = ("clabernetes",)

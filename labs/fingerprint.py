@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from labs.state import LabState
-from labs.topology import Topology
+from .state import LabState
+from .topology import Topology
 
 
 def files(topo: Topology) -> list[Path]:

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field, fields
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
 
-from labs.generate_config import CABLE_M, LAB_NIC, config_db, nic_yaml
-from labs.topology import NAME_RE, SONIC_STAGED_CONFIG
+from .generate_config import CABLE_M, LAB_NIC, config_db, nic_yaml
+from .topology import NAME_RE, SONIC_STAGED_CONFIG
 
 MAX_HOSTS = 4096
 MAX_RACK_HOSTS = 244  # hosts .11 to .254 of a rack's /24

@@ -21,7 +21,7 @@ The profile (the same tables the shipped labs carry):
   dynamic_th is the smallest at which a lone congested PG reaches XOFF only past twice the
   top of the ECN band, so DCQCN acts before PFC and PFC still comes early;
 - hosts: DCQCN as ConnectX firmware runs it, mlxconfig's names and defaults
-  (``labs.nic.FIRMWARE_DEFAULTS``), as in the shipped labs' NIC files;
+  (``nic.settings.FIRMWARE_DEFAULTS``), as in the shipped labs' NIC files;
 - cables: SONiC's defaults per neighbour role: 5 m to servers, 40 m leaf-spine, 300 m to the
   super-spines;
 - schedulers and the PFC watchdog: SONiC's defaults (DWRR 14 lossy / 15 lossless, strict
@@ -32,11 +32,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from fabric.qos import HeadroomParams, required_headroom
-from labs.nic import FIRMWARE_DEFAULTS
+from ..fabric.qos import HeadroomParams, required_headroom
+from ..nic.settings import FIRMWARE_DEFAULTS
 
 if TYPE_CHECKING:
-    from labs.generate import Fabric, Spec, Switch
+    from .generate import Fabric, Spec, Switch
 
 LAB_NIC = "nic/default.yml"
 CABLE_M = {"host-leaf": 5, "leaf-spine": 40, "spine-super": 300}
@@ -232,7 +232,7 @@ def config_db(fabric: Fabric, sw: Switch) -> str:
     return json.dumps(db, indent=4) + "\n"
 
 
-# What each firmware DCQCN parameter means, for the generated NIC file (labs.nic names them)
+# What each firmware DCQCN parameter means, for the generated NIC file (nic.settings names them)
 FIRMWARE_NOTES = {
     "rpg_time_reset": "us: rate increase timer",
     "rpg_byte_reset": "bytes per byte-counter increase; 0: off (firmware: 32767)",
@@ -254,7 +254,7 @@ FIRMWARE_NOTES = {
 
 def nic_yaml(spec: Spec) -> str:
     """The hosts' NIC settings: the lab's RoCE and CNP classes, and DCQCN in firmware mode
-    with ConnectX's defaults (``labs.nic.FIRMWARE_DEFAULTS``: the same at every port speed)."""
+    with ConnectX's defaults (``nic.settings.FIRMWARE_DEFAULTS``: the same at every port speed)."""
     width = max(len(f"{name}: {value}") for name, value in FIRMWARE_DEFAULTS.items())
     return "\n".join([
         f"# Host NIC settings for every host of {spec.name} (label rocelab.nic in",

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from labs.runtimes.netns import PROJECT_ROOT, LabError
+from .project import PROJECT_ROOT, version
+from .errors import LabError
 
 DOCKER = "docker"
 COMMAND_TIMEOUT_S = 60.0
@@ -48,7 +49,6 @@ def project_version() -> str:
     """The switch image's tag: the version of this code (a checkout's pyproject.toml, an
     installed package's metadata), so the agent in the container speaks the control protocol
     of the code that talks to it."""
-    from rocelab import version
     found = version()
     if found == "unknown":
         raise LabError("rocelab's version is unknown: neither pyproject.toml nor an "
@@ -112,7 +112,8 @@ DEBIAN_SUITES = frozenset({"buster", "bullseye", "bookworm", "trixie", "forky", 
                            "oldoldstable", "oldstable", "stable", "testing", "unstable"})
 SWITCH_ENTRYPOINT = "images/switch/entrypoint.sh"
 # What the project's wheel is built from: pyproject.toml's metadata and packages.
-PROJECT_FILES = ("pyproject.toml", "README.md", "rocelab", "labs", "fabric", "traffic", "checks")
+PROJECT_FILES = ("pyproject.toml", "README.md", "__init__.py", "fabric", "nic", "labs", "traffic",
+                 "checks", "cli")
 WHEELS = "wheels"  # the build context's folder of wheels, see images/Dockerfile
 # What the base image's python accepts: the wheels are fetched on this machine for it.
 PYTHON_TARGET_PROBE = ("import platform, sys; "

@@ -22,17 +22,17 @@ from pathlib import Path
 
 from pyroute2 import netns
 
-from fabric.client import AgentClient, AgentError
-from labs import fingerprint
-from labs import load, lock
-from labs import state as states
-from labs import topology
-from labs.interrupt import deferred, interruptible
-from labs.runtimes.containerlab import ContainerlabRuntime, runs_rocelab_switch
-from labs.runtimes.netns import (LabError, NetnsRuntime, agent_alive, open_namespace,
-                                 remove_namespace)
-from labs.state import LabState
-from labs.topology import Node, Topology, TopologyError
+from ..fabric.client import AgentClient, AgentError
+from . import fingerprint
+from . import load, lock
+from . import state as states
+from . import topology
+from .interrupt import deferred, interruptible
+from .runtimes.containerlab import ContainerlabRuntime, runs_rocelab_switch
+from .errors import LabError
+from .runtimes.netns import NetnsRuntime, agent_alive, open_namespace, remove_namespace
+from .state import LabState
+from .topology import Node, Topology, TopologyError
 
 RUNTIMES: dict[str, type[NetnsRuntime | ContainerlabRuntime]] = {
     "netns": NetnsRuntime, "containerlab": ContainerlabRuntime}
@@ -280,8 +280,8 @@ def table_notes(topology: Topology) -> dict[str, dict[str, list[str]]]:
 def simulated(spec: str, time_scale: float = 1.0, seed: int = 0, jitter_s: float = 0.0):
     """The lab in virtual time, in this process (``labs.runtimes.sim``): nothing to bring
     up or down outside it. ``jitter_s``: mean timing jitter per frame per hop, fabric
-    seconds (``labs.sim.wire``); 0 runs exact clocks."""
-    from labs.runtimes import sim  # the simulator imports this module's result types
+    seconds (``labs.sim.link``); 0 runs exact clocks."""
+    from .runtimes import sim  # the simulator imports this module's result types
     return sim.up(topology.load(spec), time_scale, seed, jitter_s)
 
 
@@ -343,7 +343,7 @@ class Lab:
     def start_endpoints(self, specs: dict[str, dict], timeout_s: float, on_progress=None):
         """RoCE endpoint processes in the hosts (``labs.endpoints``), under way while the
         caller does something else; ``wait()`` gives their reports."""
-        from labs import endpoints
+        from . import endpoints
         return endpoints.Running(self, specs, timeout_s, on_progress)
 
     def wait_for(self, condition: Callable[[], bool], seconds: float,
@@ -359,17 +359,17 @@ class Lab:
 
     def storm(self, host: str, priority: int, seconds: float):
         """A PFC storm from ``host`` (``traffic.storm`` in its namespace), under way."""
-        from labs import endpoints
+        from . import endpoints
         return endpoints.Storm(self, host, priority, seconds)
 
     def capture(self, **kw):
-        """``traffic.capture.Capture`` on this lab's wires (AF_PACKET in the namespaces)."""
-        from traffic.capture import Capture
+        """``labs.capture.Capture`` on this lab's wires (AF_PACKET in the namespaces)."""
+        from .capture import Capture
         return Capture(self, **kw)
 
     def send_frames(self, host: str, iface: str, frames) -> None:
         """Raw frames out of ``host``'s interface, as its NIC would send them."""
-        from traffic.capture import open_sockets
+        from .capture import open_sockets
         (sock,) = open_sockets(self.state.namespaces[host], [iface])
         with sock:
             for frame in frames:
@@ -565,15 +565,15 @@ class Lab:
     def bgp_status(self) -> dict[str, dict]:
         """Per BGP switch: its sessions (bgpd's view) and its forwarding table's routes by
         source (the agent's view). Only the netns runtime runs FRR."""
-        from labs.runtimes import frr
+        from .runtimes import netns_bgp
         out: dict[str, dict] = {}
         if self.state.runtime != "netns":
             return out
-        for node in frr.bgp_switches(self.topology):
+        for node in netns_bgp.bgp_switches(self.topology):
             entry: dict = {"sessions": {}, "routes": {}, "error": ""}
             try:
-                entry["sessions"] = frr.sessions(self.name, node.name)
-            except (frr.FrrError, OSError, subprocess.SubprocessError) as e:
+                entry["sessions"] = netns_bgp.sessions(self.name, node.name)
+            except (netns_bgp.FrrError, OSError, subprocess.SubprocessError) as e:
                 entry["error"] = str(e)
             try:
                 for route in self.agent(node.name).counters().get("routes", []):

@@ -18,8 +18,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabric.config import port_name
-from labs.topology import Topology
+from ..fabric.config import port_name
+from .topology import Topology
 
 MEASURED_AGENT_PPS = 130_000  # bench "agent, routed + lossless pipeline", 1 KB, this machine
 MAX_AGENTS_PER_CORE = 4

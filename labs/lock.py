@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs import state as states
-from labs.runtimes.netns import LabError
+from . import state as states
+from .errors import LabError
 
 LOCKS = ".locks"
 

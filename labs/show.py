@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from fabric.config import iface_name
+from ..fabric.config import iface_name
 
 Rows = list[dict]
 VIEWS = ("pfc-counters", "queue-counters", "queue-watermark", "pg-watermark", "pfcwd-stats",

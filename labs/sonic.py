@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from fabric.config import SwitchConfig, port_name
-from labs.runtimes.netns import LabError
-from labs.topology import SONIC_STAGED_CONFIG
+from ..fabric.config import SwitchConfig, port_name
+from .errors import LabError
+from .topology import SONIC_STAGED_CONFIG
 
 START_SCRIPT = "/usr/bin/start.sh"
 START_PROGRAM = "start.sh"  # its supervisord program name

@@ -14,16 +14,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from fabric import tables
-from fabric.config import (
-    DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig, port_name,
-)
-from fabric.config import load as load_switch_config
-from fabric.model.pause import MIN_REFRESHABLE_PAUSE_S, min_refreshable_scale
-from fabric.userinput import brief
-from labs import yamlfile
-from labs.nic import NIC_LABEL, NicError, NicSettings
-from labs.nic import load as load_nic
+from ..fabric import tables
+from ..fabric.config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError,
+                             SwitchConfig, port_name)
+from ..fabric.config import load as load_switch_config
+from ..fabric.model.pause import MIN_REFRESHABLE_PAUSE_S, min_refreshable_scale
+from ..fabric.userinput import brief
+from ..fabric import yamlfile
+from ..nic.settings import NIC_LABEL, NicError, NicSettings
+from ..nic.settings import load as load_nic
 
 # The lab's time scale S: every port runs at speed / S and data-plane time constants
 # stretch by S (docs/design.md, "Time scale"). A node label, lab-wide when set in

@@ -9,7 +9,7 @@ import re
 import uuid
 from pathlib import Path
 
-from labs import generate as gen
+from rocelab.labs import generate as gen
 
 RENAME = ((r"\bleaf(\d+)\b", r"tor\1"), (r"\bspine(\d+)\b", r"agg\1"), (r"\bh(\d+)\b", r"gpu\1"))
 

@@ -1,7 +1,7 @@
 """A PFC-honouring RoCEv2 sender for tests: N frames at the host link's emulated rate,
 paused by the PFC frames its link partner sends. Run inside a host's namespace:
 
-    python -m traffic.blast --iface eth1 --dst-ip 10.1.1.11 --count 3000 --time-scale 3000
+    python -m rocelab.traffic.blast --iface eth1 --dst-ip 10.1.1.11 --count 3000 --time-scale 3000
 
 It resolves what the host's kernel knows (its MAC and address, the route to the
 destination, the next hop's MAC, one ping if ARP has not run), builds one RC SEND frame
@@ -21,9 +21,11 @@ import struct
 import sys
 import time
 
-from fabric import afpacket
-from traffic import hostnet, packets
-from traffic.pause import PauseTimer
+from ..fabric import afpacket
+from ..nic import hostnet
+from . import packets
+from ..nic import roce
+from ..nic.pause import PauseTimer
 
 DEST_QPN = 0xB1A57  # the receiving QP: how a capture tells blast frames apart
 BTH_OFFSET = 14 + 20 + 8  # untagged IPv4 + UDP
@@ -72,7 +74,7 @@ class Sender:
                 continue
             self.pause.settle(now)
             PSN.pack_into(frame, psn_at, ackreq | sent & 0xFFFFFF)
-            frame[-4:] = packets.icrc(frame).to_bytes(4, "big")
+            frame[-4:] = roce.icrc(frame).to_bytes(4, "big")
             try:
                 sock.send(frame)
             except BlockingIOError:
@@ -88,7 +90,7 @@ class Sender:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="traffic.blast", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="rocelab.traffic.blast", description=__doc__.split("\n")[0])
     parser.add_argument("--iface", default="eth1")
     parser.add_argument("--dst-ip", required=True)
     parser.add_argument("--count", type=int, required=True, help="frames to send")

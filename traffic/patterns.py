@@ -1,5 +1,5 @@
 """The traffic AI training puts on a fabric, as RoCE flows between a lab's hosts, and the
-runner that drives ``traffic.endpoint`` processes in the hosts and gathers their results.
+runner that drives ``nic.endpoint`` processes in the hosts and gathers their results.
 
 - incast: N senders to one receiver (a parameter server, the last stage of a reduction);
 - all-to-all: every host to every other (expert parallelism, shuffles);
@@ -17,13 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fabric.config import port_name
-from labs.nic import NicSettings
-from labs.topology import Node
-from traffic.rc import Operation
+from ..fabric.config import port_name
+from ..nic.settings import NicSettings
+from ..labs.topology import Node
+from ..nic.codec import FRAME_OVERHEAD
+from ..nic.rc import Operation
 
 if TYPE_CHECKING:  # the lab is the caller's; patterns only read it
-    from labs.lab import Lab
+    from ..labs.lab import Lab
 
 SENDER_QPN = 0x100
 RECEIVER_QPN = 0x800000  # QPNs are 24 bits: senders and receivers never meet, at any size
@@ -32,7 +33,6 @@ SPORTS = 0x10000 - SPORT_BASE  # past that many flows (all-to-all at fabric scal
 # Packets a QP keeps in flight. A NIC bounds RDMA WRITEs only by the PSN space, so the
 # window is wide: congestion control and PFC, not the window, must keep queues in check.
 WINDOW = 1024
-FRAME_OVERHEAD = 14 + 20 + 8 + 12 + 16 + 4  # Ethernet, IPv4, UDP, BTH, RETH, ICRC
 RTO_FLOOR_S = 0.5  # live wall time: scheduling hiccups must not look like losses
 ACK_DELAYS_PER_TIMEOUT = 8  # a held ACK goes out well before the sender's timer fires
 DEFAULT_SPEED_MBPS = 100_000
@@ -133,7 +133,7 @@ def check_hosts(lab: Lab, flows: list[FlowSpec]) -> dict[str, Node]:
 
 def specs(lab: Lab, flows: list[FlowSpec], *, rto_s: float, timeout_s: float,
           nic: NicOverrides | None = None) -> dict[str, dict]:
-    """Each host's endpoint spec (see ``traffic.endpoint``)."""
+    """Each host's endpoint spec (see ``nic.endpoint``)."""
     hosts = check_hosts(lab, flows)
     addresses = lab.host_addresses()
     out: dict[str, dict] = {}

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from labs.lab import HOST_TTL, Lab
-from traffic import packets
-from traffic.capture import Direction, Sighting
-from traffic.packets import ECT0, Flow
+from ..labs.lab import HOST_TTL, Lab
+from . import packets
+from ..nic import roce
+from ..labs.capture import Direction, Sighting
+from ..nic.roce import ECT0
+from .packets import Flow
 
 Kind = Literal["v1", "v2", "pfc"]
 KINDS: tuple[Kind, ...] = ("v1", "v2", "pfc")
@@ -203,7 +205,7 @@ class _Path:
 
 
 def probe(lab: Lab, src: str, dst: str, kind: Kind, *, count: int = 3,
-          dscp: int = packets.DSCP_ROCE, ecn: int = ECT0, pcp: int = 3,
+          dscp: int = roce.DSCP_ROCE, ecn: int = ECT0, pcp: int = 3,
           vlan: int | None = 0, sport: int | None = None, dst_mac: str | None = None,
           pcap_dir: Path | None = None) -> ProbeResult:
     """Send ``count`` probe frames from host ``src`` toward host ``dst`` and capture them
@@ -295,7 +297,7 @@ def _roce_frame(kind: Kind, path: _Path, dst_mac: str | None, i: int, nonce: byt
 def _roce_match(nonces: set[bytes]) -> Callable[[bytes], bool]:
     """Our RoCE frames only: not the ICMP errors that quote them."""
     def match(frame: bytes) -> bool:
-        return _nonce(frame) in nonces and packets.classify(frame) is not None
+        return _nonce(frame) in nonces and roce.classify(frame) is not None
     return match
 
 
@@ -303,5 +305,5 @@ def _pfc_match(src_mac: str) -> Callable[[bytes], bool]:
     mac = bytes.fromhex(src_mac.replace(":", ""))
 
     def match(frame: bytes) -> bool:
-        return frame[6:12] == mac and packets.parse_pfc(frame) is not None
+        return frame[6:12] == mac and roce.parse_pfc(frame) is not None
     return match

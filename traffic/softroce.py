@@ -19,12 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.lab import Lab
-from traffic.tcp_baseline import servers
+from ..labs.lab import Lab
+from .tcp_baseline import servers
 
 TESTS = {"write_bw": "ib_write_bw", "send_lat": "ib_send_lat"}
 PROVIDER_GLOBS = ("etc/libibverbs.d/rxe.driver", "usr/lib/*/libibverbs/librxe-rdmav*.so")
-STILL_WORKS = "rocelab's userspace RoCEv2 endpoint (traffic.endpoint) still works"
+STILL_WORKS = "rocelab's userspace RoCEv2 endpoint (nic.endpoint) still works"
 PERFTEST_PORT = 18515  # perftest's default TCP port for exchanging QP details
 RUN_TIMEOUT_S = 120.0
 

@@ -1,7 +1,7 @@
 """A PFC storm: a host that keeps pausing one priority of its link, as a NIC with a stuck
 receive pipeline does, until ``--seconds`` have passed. Run inside a host's namespace:
 
-    python -m traffic.storm --iface eth1 --priority 3 --seconds 1.5
+    python -m rocelab.traffic.storm --iface eth1 --priority 3 --seconds 1.5
 
 Each PFC frame carries the largest pause (65535 quanta) and the next follows well before it
 could expire, so the link partner's queue of that priority never drains on its own: only its
@@ -15,8 +15,9 @@ import json
 import sys
 import time
 
-from fabric import afpacket
-from traffic import hostnet, packets
+from ..fabric import afpacket
+from ..nic import hostnet
+from . import packets
 
 MAX_QUANTA = 0xFFFF
 INTERVAL_S = 0.02  # wall time between PFC frames: far below any pause they carry
@@ -40,7 +41,7 @@ def storm(iface: str, priority: int, seconds: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="traffic.storm", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="rocelab.traffic.storm", description=__doc__.split("\n")[0])
     parser.add_argument("--iface", default="eth1")
     parser.add_argument("--priority", type=int, default=3)
     parser.add_argument("--seconds", type=float, required=True)

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from labs.lab import Lab
+from ..labs.lab import Lab
 
 BASE_PORT = 5201  # iperf3's default port, then one more per sender
 LISTEN_TIMEOUT_S = 5.0

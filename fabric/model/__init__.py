@@ -18,6 +18,6 @@ a virtual-time runtime.
 - ``switch``: ``Switch``, which ties them together behind ``receive``/``dequeue``/``tick``:
   ports paced at speed / S (``time_scale``; None runs unpaced), PFC sent and honoured.
 """
-from fabric.model.switch import Switch
+from .switch import Switch
 
 __all__ = ["Switch"]

@@ -38,9 +38,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
-from fabric.config import BufferProfile, Qos
-from fabric.model.counters import NUM_PGS
-from fabric.qos import bound, port_setting
+from ..config import BufferProfile, Qos
+from .counters import NUM_PGS
+from ..qos import bound, port_setting
 
 # What admit decided (strings, so they read well in counters and traces; the drop ones
 # are the drop reasons).

@@ -5,7 +5,7 @@ A port serialises one frame at a time at its rate, and a frame arrives, last bit
 5 ns per metre, stretched by S like every data-plane time. Both runtimes deliver frames
 at these times, so headroom is tested against the same round trip in both:
 
-- the simulator (``labs.sim.wire``) schedules each arrival in virtual time;
+- the simulator (``labs.sim.link``) schedules each arrival in virtual time;
 - the live shells (the switch agent, the host endpoint) receive a frame from a veth the
   moment its sender wrote it, which is when its first bit left; a ``DelayLine`` holds it
   until its last bit would have crossed the cable. Without it, a live lab's frames arrive
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from fabric.model.scheduler import Lateness
+from .scheduler import Lateness
 
 NS_PER_METRE = 5  # ~2/3 c in fibre or copper: about 5 ns per metre
 

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fabric.config import Qos
-from fabric.model.counters import NUM_PGS, NUM_QUEUES  # noqa: F401  (re-exported)
-from fabric.model.frames import ETH_P_8021Q, ETH_P_IPV4, ETH_P_IPV6
-from fabric.qos import bound
+from ..config import Qos
+from .counters import NUM_PGS, NUM_QUEUES  # noqa: F401  (re-exported)
+from .frames import ETH_P_8021Q, ETH_P_IPV4, ETH_P_IPV6
+from ..qos import bound
 
 NUM_TCS = 8  # traffic classes, like priority groups and queues, are numbered 0..7
 

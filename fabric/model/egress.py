@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fabric.config import Port, Qos
-from fabric.model.counters import NUM_QUEUES
-from fabric.model.egress_buffers import EgressPool, egress_pools, queue_buffers
-from fabric.model.pause import NUM_PRIORITIES, PauseState
-from fabric.model.frames import ETH_HEADER_LEN, VLAN_TAG_LEN
-from fabric.model.scheduler import PortScheduler, disciplines, wire_rate_bps
-from fabric.model.watchdog import QueueWatchdog, WatchdogEvent
-from fabric.model.wred import DROP, MARK, NOT_ECT, Wred, ecn_field, mark_ce
-from fabric.qos import bound, port_setting
+from ..config import Port, Qos
+from .counters import NUM_QUEUES
+from .egress_buffers import EgressPool, egress_pools, queue_buffers
+from .pause import NUM_PRIORITIES, PauseState
+from .frames import ETH_HEADER_LEN, VLAN_TAG_LEN
+from .scheduler import PortScheduler, disciplines, wire_rate_bps
+from .watchdog import QueueWatchdog, WatchdogEvent
+from .wred import DROP, MARK, NOT_ECT, Wred, ecn_field, mark_ce
+from ..qos import bound, port_setting
 
 # Egress drop reasons (counted on the egress port, apart from the ingress dispositions).
 WRED_DROP = "wred"

@@ -16,8 +16,8 @@ accounted apart for ingress and egress: the model keeps no shared total across t
 """
 from __future__ import annotations
 
-from fabric.config import BufferProfile, Qos
-from fabric.model.counters import NUM_QUEUES
+from ..config import BufferProfile, Qos
+from .counters import NUM_QUEUES
 
 QUEUE_LIMIT = "queue_limit"  # the egress drop reason
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fabric.model.counters import PortCounters
+from .counters import PortCounters
 
 if TYPE_CHECKING:
-    from fabric.model.bridge import VlanBridge
-    from fabric.model.buffers import PgBuffer
-    from fabric.model.egress import EgressPort
-    from fabric.model.pause import PfcSender
-    from fabric.model.classify import PortClassifier
-    from fabric.model.router import L3Interface
+    from .bridge import VlanBridge
+    from .buffers import PgBuffer
+    from .egress import EgressPort
+    from .pause import PfcSender
+    from .classify import PortClassifier
+    from .router import L3Interface
 
 # A port's role. Strings so that they read well in counters and errors.
 ROUTED = "routed"  # in INTERFACE: an L3 port of its own

@@ -30,21 +30,18 @@ import zlib
 from ipaddress import IPv4Address, IPv4Interface, IPv6Interface
 from typing import Iterable, NamedTuple
 
-from fabric.config import StaticRoute
-from fabric.model.bridge import VlanBridge
-from fabric.model.classify import CPU_CLASS
-from fabric.model.counters import (
-    ARP_NOT_FOR_US, ARP_QUEUE_FULL, ARP_UNRESOLVED, BLACKHOLE, CpuCounters, FORWARDED, HELD,
-    IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED, NO_ROUTE, NON_IP_TO_ROUTER, PORT_DOWN, TO_CPU,
-    TO_ROUTER_UNSUPPORTED, TTL_EXPIRED,
-)
-from fabric.model.frames import (
-    ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4, ICMP_ECHO_REQUEST,
-    ICMP_ERROR_TYPES, ICMP_TIME_EXCEEDED, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, IPV4_HEADER,
-    MIN_FRAME_LEN, U16, ZERO_MAC, arp_packet, icmp_echo_reply, icmp_error, ip6_text, ip_text,
-    ipv4_packet, link_local6, mac_text, parse_arp, ttl_decrement,
-)
-from fabric.model.ports import PortState
+from ..config import StaticRoute
+from .bridge import VlanBridge
+from .classify import CPU_CLASS
+from .counters import (ARP_NOT_FOR_US, ARP_QUEUE_FULL, ARP_UNRESOLVED, BLACKHOLE, CpuCounters,
+                       FORWARDED, HELD, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED, NO_ROUTE,
+                       NON_IP_TO_ROUTER, PORT_DOWN, TO_CPU, TO_ROUTER_UNSUPPORTED, TTL_EXPIRED)
+from .frames import (ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4,
+                     ICMP_ECHO_REQUEST, ICMP_ERROR_TYPES, ICMP_TIME_EXCEEDED, IPPROTO_ICMP,
+                     IPPROTO_TCP, IPPROTO_UDP, IPV4_HEADER, MIN_FRAME_LEN, U16, ZERO_MAC,
+                     arp_packet, icmp_echo_reply, icmp_error, ip6_text, ip_text, ipv4_packet,
+                     link_local6, mac_text, parse_arp, ttl_decrement)
+from .ports import PortState
 
 ARP_MAX_HELD = 16  # packets waiting per unresolved next hop
 ARP_RETRY_S = 1.0

@@ -29,25 +29,20 @@ from __future__ import annotations
 import zlib
 from typing import Iterable
 
-from fabric.config import StaticRoute
-from fabric.model.classify import CPU_CLASS
-from fabric.model.counters import (
-    CpuCounters, FORWARDED, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED,
-    NDP_NOT_FOR_US, NDP_QUEUE_FULL, NDP_UNRESOLVED, TO_CPU,
-    TO_ROUTER_UNSUPPORTED, TTL_EXPIRED,
-)
-from fabric.model.frames import (
-    ETH_P_IPV6, ICMPV6_ECHO_REQUEST, ICMPV6_TIME_EXCEEDED, IPPROTO_ICMPV6, IPPROTO_TCP,
-    IPPROTO_UDP, IPV6_HEADER_LEN, LINK_LOCAL6, NA_OVERRIDE, NA_ROUTER, NA_SOLICITED,
-    NDP_HOP_LIMIT, NDP_NS, ALL_NODES6, icmpv6_echo_reply, icmpv6_error, icmpv6_valid, ip6_text,
-    ipv6_packet, multicast_mac6, neighbor_advertisement, neighbor_solicitation, parse_ndp,
-)
-from fabric.model.ports import PortState
-from fabric.model.router import (
-    ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S, ARP_TRIES as NDP_TRIES,
-    MASKS6, NEW, PROBE, L3Interface, LearnedRoute, Neighbor,
-    LearnedRoutes, NeighborCache, Route, RoutingTable,
-)
+from ..config import StaticRoute
+from .classify import CPU_CLASS
+from .counters import (CpuCounters, FORWARDED, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED,
+                       NDP_NOT_FOR_US, NDP_QUEUE_FULL, NDP_UNRESOLVED, TO_CPU,
+                       TO_ROUTER_UNSUPPORTED, TTL_EXPIRED)
+from .frames import (ETH_P_IPV6, ICMPV6_ECHO_REQUEST, ICMPV6_TIME_EXCEEDED, IPPROTO_ICMPV6,
+                     IPPROTO_TCP, IPPROTO_UDP, IPV6_HEADER_LEN, LINK_LOCAL6, NA_OVERRIDE,
+                     NA_ROUTER, NA_SOLICITED, NDP_HOP_LIMIT, NDP_NS, ALL_NODES6,
+                     icmpv6_echo_reply, icmpv6_error, icmpv6_valid, ip6_text, ipv6_packet,
+                     multicast_mac6, neighbor_advertisement, neighbor_solicitation, parse_ndp)
+from .ports import PortState
+from .router import (ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S, ARP_TRIES as
+                     NDP_TRIES, MASKS6, NEW, PROBE, L3Interface, LearnedRoute, Neighbor,
+                     LearnedRoutes, NeighborCache, Route, RoutingTable)
 
 _LINK_LOCAL_MASK = MASKS6[10]  # fe80::/10
 _HOP_BYTE = [bytes((i,)) for i in range(256)]

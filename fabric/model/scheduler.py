@@ -34,9 +34,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from fabric.config import Port, Qos
-from fabric.model.counters import NUM_QUEUES
-from fabric.model.frames import ETH_HEADER_LEN, VLAN_TAG_LEN
+from ..config import Port, Qos
+from .counters import NUM_QUEUES
+from .frames import ETH_HEADER_LEN, VLAN_TAG_LEN
 
 Gate = Callable[[int], float]  # queue -> time until which it may not send (<= now: open)
 

@@ -50,27 +50,25 @@ import random
 from collections.abc import Callable, Iterable
 from ipaddress import IPv4Network, IPv6Network
 
-from fabric.config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, IPNetwork, SwitchConfig
-from fabric.model.buffers import ADMITTED, IngressBuffers, PgBuffer
-from fabric.model.bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
-from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier
-from fabric.model.counters import (
-    FLOW_CONTROL, FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC, PORT_DOWN,
-    PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters, drop_totals,
-)
-from fabric.model.egress import PFC_WD_DROP, EgressPort
-from fabric.model.egress_buffers import QUEUE_LIMIT, egress_pools
-from fabric.model.frames import (
-    BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6,
-    ETH_P_MAC_CONTROL, IPV6_MULTICAST_MAC_PREFIX, LINK_LOCAL_PREFIX, MAC_CONTROL_PFC,
-    mac_bytes, mac_text, parse_mac_control, pfc_frame,
-)
-from fabric.model.pause import PfcSender
-from fabric.model.ports import ROUTED, SWITCHED, PortState
-from fabric.model.router import L3Interface, LearnedRoute, Router
-from fabric.model.router6 import Router6
-from fabric.model.scheduler import Lateness
-from fabric.model.watchdog import FABRIC, WATCHDOG_PROFILES
+from ..config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, IPNetwork, SwitchConfig
+from .buffers import ADMITTED, IngressBuffers, PgBuffer
+from .bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
+from .classify import CPU_CLASS, CPU_QUEUE, PortClassifier
+from .counters import (FLOW_CONTROL, FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC,
+                       PORT_DOWN, PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters,
+                       drop_totals)
+from .egress import PFC_WD_DROP, EgressPort
+from .egress_buffers import QUEUE_LIMIT, egress_pools
+from .frames import (BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4,
+                     ETH_P_IPV6, ETH_P_MAC_CONTROL, IPV6_MULTICAST_MAC_PREFIX,
+                     LINK_LOCAL_PREFIX, MAC_CONTROL_PFC, mac_bytes, mac_text,
+                     parse_mac_control, pfc_frame)
+from .pause import PfcSender
+from .ports import ROUTED, SWITCHED, PortState
+from .router import L3Interface, LearnedRoute, Router
+from .router6 import Router6
+from .scheduler import Lateness
+from .watchdog import FABRIC, WATCHDOG_PROFILES
 
 FDB_SWEEP_INTERVAL_S = 1.0
 

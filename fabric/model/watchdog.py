@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fabric.config import PfcWatchdog
+from ..config import PfcWatchdog
 
 STORM = "storm"
 RESTORE = "restore"

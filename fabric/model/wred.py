@@ -22,8 +22,8 @@ which keeps the model pure and the tests exact.
 """
 from __future__ import annotations
 
-from fabric.config import WredProfile
-from fabric.model.frames import ETH_P_8021Q, ETH_P_IPV4, ETH_P_IPV6, U16, checksum_adjust
+from ..config import WredProfile
+from .frames import ETH_P_8021Q, ETH_P_IPV4, ETH_P_IPV6, U16, checksum_adjust
 
 # What mark_or_drop decides (strings, so they read well in counters and traces).
 PASS = "pass"

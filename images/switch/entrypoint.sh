@@ -80,7 +80,7 @@ fi
 
 mkdir -p "$CONTROL_DIR"
 echo "rocelab-switch $NAME: ports $ports; agent log in $CONTROL_DIR/agent.log"
-exec python -m fabric.agent --config "$CONFIG" --name "$NAME" \
+exec python -m rocelab.fabric.agent --config "$CONFIG" --name "$NAME" \
     --control "$CONTROL_DIR/agent.sock" --ports "$ports" \
     ${ROCELAB_TIME_SCALE:+--time-scale "$ROCELAB_TIME_SCALE"} \
     ${ROCELAB_ECN_MARKING:+--ecn-marking "$ROCELAB_ECN_MARKING"} >>"$CONTROL_DIR/agent.log" 2>&1

@@ -40,16 +40,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabric.client import AgentClient, AgentError
-from labs import sonic, topology
-from labs.clabfile import (SONIC_VS, deploy_document, dump_document, read_document,
-                           runs_rocelab_switch, switch_implementation)
-from labs.images import (DOCKER, SWITCH_IMAGE, NeededImage, Runner, image_inspect_argv,
-                         last_line, missing_message, project_version)
-from labs.runtimes.netns import HOST_OFFLOADS_OFF, LabError, step
-from labs.sonic import LoadMode
-from labs.state import AgentState, LabState, process_start
-from labs.topology import SONIC_CONFIG_TARGET, Node, Topology, TopologyError
+from ...fabric.client import AgentClient, AgentError
+from .. import sonic, topology
+from ..clabfile import (SONIC_VS, deploy_document, dump_document, read_document,
+                        runs_rocelab_switch, switch_implementation)
+from ..images import (DOCKER, SWITCH_IMAGE, NeededImage, Runner, image_inspect_argv, last_line,
+                      missing_message, project_version)
+from .netns import HOST_OFFLOADS_OFF
+from ..errors import LabError, step
+from ..sonic import LoadMode
+from ..state import AgentState, LabState, process_start
+from ..topology import SONIC_CONFIG_TARGET, Node, Topology, TopologyError
 
 CONTAINERLAB = "containerlab"
 CLAB_ENV = {"CLAB_VERSION_CHECK": "disable"}  # no network call to GitHub on every command

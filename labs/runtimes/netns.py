@@ -21,15 +21,16 @@ from pathlib import Path
 
 from pyroute2 import NetNS, netns
 
-from fabric.client import AgentClient, AgentError
-from fabric.tables import UNEMULATED_LABEL
-from labs.interrupt import deferred
-from labs.runtimes import frr
-from labs.state import (AgentState, LabState, keep_logs, kept_logs, log_tail, pid_alive,
-                         process_start)
-from labs.topology import Node, Topology
+from ...fabric.client import AgentClient, AgentError
+from ...fabric.tables import UNEMULATED_LABEL
+from ..errors import LabError, step
+from ..interrupt import deferred
+from ..project import PROJECT_ROOT
+from . import netns_bgp
+from ..state import (AgentState, LabState, keep_logs, kept_logs, log_tail, pid_alive,
+                     process_start)
+from ..topology import Node, Topology
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # More folders the agents may write traces in (os.pathsep between them), besides the
 # repository's results/ and the lab's state folder; see traces_allowed_in.
 TRACE_ROOTS_ENV = "ROCELAB_TRACE_ROOTS"
@@ -40,10 +41,6 @@ STOP_TIMEOUT_S = 3.0
 # program reading raw frames, so offloaded (partial) checksums and 64 KB GSO frames would
 # reach it unfinished.
 HOST_OFFLOADS_OFF = ["tx", "off", "tso", "off", "gso", "off", "gro", "off"]
-
-
-class LabError(RuntimeError):
-    """A lab operation failed; the message says which step and why."""
 
 
 def namespace_name(lab: str, node: str) -> str:
@@ -60,16 +57,6 @@ def require_capabilities() -> None:
         if shutil.which(tool) is None:
             raise LabError(f"'{tool}' not found: install the {package} package "
                            "(scripts/install.sh does)")
-
-
-@contextmanager
-def step(name: str) -> Iterator[None]:
-    try:
-        yield
-    except LabError as e:
-        raise LabError(f"step '{name}' failed: {e}") from None
-    except (OSError, subprocess.SubprocessError, ValueError, frr.FrrError) as e:
-        raise LabError(f"step '{name}' failed: {e}") from None
 
 
 @contextmanager
@@ -103,11 +90,11 @@ class NetnsRuntime:
 
     def up(self, topo: Topology) -> LabState:
         require_capabilities()
-        bgp = frr.bgp_switches(topo)
+        bgp = netns_bgp.bgp_switches(topo)
         if bgp:
             try:
-                frr.require_frr()
-            except frr.FrrError as e:
+                netns_bgp.require_frr()
+            except netns_bgp.FrrError as e:
                 raise LabError(str(e)) from None
         state = LabState.new(topo.name, str(topo.path), self.name)
         clashes = [ns for ns in (namespace_name(topo.name, n) for n in topo.nodes)
@@ -123,7 +110,7 @@ class NetnsRuntime:
                 self._wire(topo, state)
             for node in bgp:
                 with step(f"kernel addresses of {node.name}"):
-                    frr.kernel_l3(state.namespaces[node.name], node.config,
+                    netns_bgp.kernel_l3(state.namespaces[node.name], node.config,
                                   topo.interfaces(node.name))
             for host in topo.hosts:
                 with step(f"exec on {host.name}"):
@@ -134,10 +121,11 @@ class NetnsRuntime:
                 self._await_links_up(topo, state)
             for node in bgp:
                 with step(f"start FRR on {node.name}"):
-                    frr.start(topo.name, node, state.namespaces[node.name], state)
+                    netns_bgp.start(topo.name, node, state.namespaces[node.name], state)
             if bgp:
                 with step("await BGP sessions"):
-                    state.convergence["sessions"] = round(frr.await_established(topo.name, bgp), 3)
+                    state.convergence["sessions"] = round(
+                        netns_bgp.await_established(topo.name, bgp), 3)
         except LabError as e:
             with deferred():
                 self.down(state)
@@ -240,7 +228,7 @@ class NetnsRuntime:
         for ns in state.namespaces.values():
             if ns in present:
                 remove_namespace(ns)
-        frr.cleanup(state.lab)
+        netns_bgp.cleanup(state.lab)
         state.remove()
 
     def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
@@ -261,7 +249,7 @@ def agent_argv(topo: Topology, node: Node, state: LabState, control: Path) -> li
     keeps root-only (0700); it may write traces only under ``trace_roots``."""
     roots = [arg for root in trace_roots(state) for arg in ("--trace-root", str(root))]
     unemulated = node.labels.get(UNEMULATED_LABEL, "refuse")
-    return [sys.executable, "-m", "fabric.agent", "--config", str(node.config_path),
+    return [sys.executable, "-m", "rocelab.fabric.agent", "--config", str(node.config_path),
             "--name", node.name, "--control", str(control), "--unemulated-tables", unemulated,
             "--ports", ",".join(topo.interfaces(node.name)),
             "--time-scale", str(node.time_scale), "--ecn-marking", node.ecn_marking, *roots]

@@ -17,17 +17,17 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from labs.lab import LinkStatus, NodeStatus
-from labs.runtimes.netns import LabError
-from labs.sim.engine import PS, to_ps
-from labs.sim.flows import SimRunning, SimStorm
-from labs.sim.hostconfig import SimError
-from labs.sim.hosts import SimHosts
-from labs.sim.network import SimNetwork, derived_seed
-from labs.sim.switch import SimSwitch
-from labs import topology
-from labs.topology import DEFAULT_TIME_SCALE, Topology
-from traffic.capture import Direction, PcapFiles, Sighting
+from ..lab import LinkStatus, NodeStatus
+from ..errors import LabError
+from ..sim.engine import PS, to_ps
+from ..sim.flows import SimRunning, SimStorm
+from ..sim.hostconfig import SimError
+from ..sim.hosts import SimHosts
+from ..sim.network import SimNetwork, derived_seed
+from ..sim.switch import SimSwitch
+from .. import topology
+from ..topology import DEFAULT_TIME_SCALE, Topology
+from ..capture import Direction, PcapFiles, Sighting
 
 class SimAgent:
     """The calls ``fabric.client.AgentClient`` makes of a live agent, on a simulated switch."""
@@ -164,7 +164,7 @@ class SimLab(SimHosts):
     def capture(self, *, where: Iterable[tuple[str, str]] | None = None,
                 pcap_dir: Path | None = None, match: Callable[[bytes], bool] | None = None,
                 bpf: Any = None) -> SimCapture:
-        """What ``traffic.capture.Capture`` records live (``bpf`` is the live kernel
+        """What ``labs.capture.Capture`` records live (``bpf`` is the live kernel
         prefilter; ``match`` decides here)."""
         return SimCapture(self, where, pcap_dir, match)
 

@@ -7,7 +7,7 @@ it in each switch model the way the live agent installs FRR's routes
 - sessions: a ``BGP_NEIGHBOR`` entry (admin up) whose address is a directly wired neighbour
   switch's interface address, with the AS numbers agreeing at both ends (as bgpd would
   need to reach Established);
-- each family on its own (``fabric.frr`` activates a neighbour in the family of its
+- each family on its own (``fabric.frrconfig`` activates a neighbour in the family of its
   address): IPv4 sessions carry IPv4 prefixes, IPv6 sessions IPv6 ones, with the peer's
   global address as next hop (bgpd prefers it: ``set ipv6 next-hop prefer-global``);
 - what a switch announces in a family: its connected subnets (INTERFACE, VLAN_INTERFACE:
@@ -28,10 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
 
-from fabric.config import IPNetwork, SwitchConfig, port_name
-from fabric.model.router import LearnedRoute
-from labs.sim.hostconfig import SimError
-from labs.topology import Topology
+from ...fabric.config import IPNetwork, SwitchConfig, port_name
+from ...fabric.model.router import LearnedRoute
+from .hostconfig import SimError
+from ..topology import Topology
 
 EBGP_DISTANCE = 20
 MAX_ROUNDS = 256

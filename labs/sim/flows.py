@@ -1,5 +1,5 @@
 """RoCE flows and PFC storms in virtual time: the same specs the live endpoints read
-(``traffic.patterns.specs``), each host's NIC core (``traffic.nic.Nic``) on its wire.
+(``traffic.patterns.specs``), each host's NIC core (``nic.core.Nic``) on its wire.
 
 A run is started (NICs built, their starts scheduled with the seed's jitter) and then
 advanced by whoever waits on it: ``flowing`` runs the clock until a first byte is
@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fabric.model.frames import pfc_frame
-from labs.nic import NicSettings
-from labs.sim.engine import few_collections, to_ps
-from labs.sim.host import SimHost
-from traffic.nic import MAX_RATE_POINTS, Nic
+from ...fabric.model.frames import pfc_frame
+from ...nic.settings import NicSettings
+from .engine import few_collections, to_ps
+from .host import SimHost
+from ...nic.core import MAX_RATE_POINTS, Nic
 
 if TYPE_CHECKING:
-    from labs.runtimes.sim import SimLab
+    from ..runtimes.sim import SimLab
 
 START_JITTER_FABRIC_S = 1e-6  # flows start within this much fabric time of each other
 DONE_POLL_FABRIC_S = 20e-6  # how often a run looks whether every flow is complete

@@ -1,7 +1,7 @@
 """A host in virtual time: the small part of a Linux stack a lab's checks use, for IPv4 and
 IPv6 side by side (ARP and neighbour discovery, ICMP and ICMPv6 echo, time exceeded for
 traceroutes; the addresses and default routes of ``labs.sim.hostconfig``) and the project's
-NIC core (``traffic.nic.Nic``) on its wire, driven as the live endpoint drives it.
+NIC core (``nic.core.Nic``) on its wire, driven as the live endpoint drives it.
 
 Next hops are resolved as a kernel does: packets wait while an ARP request or a neighbour
 solicitation (to the solicited-node group) is retried, and are dropped when it goes
@@ -14,18 +14,20 @@ import ipaddress
 import struct
 from dataclasses import dataclass
 
-from fabric.model.frames import (
-    ALL_NODES6, ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6,
-    ICMP_ECHO_REPLY, ICMP_ECHO_REQUEST, ICMP_TIME_EXCEEDED, ICMPV6_ECHO_REPLY,
-    ICMPV6_ECHO_REQUEST, ICMPV6_TIME_EXCEEDED, IPPROTO_ICMP, IPPROTO_ICMPV6, IPV6_HEADER_LEN,
-    NA_OVERRIDE, NA_SOLICITED, NDP_HOP_LIMIT, NDP_NA, NDP_NS, ZERO_MAC, arp_packet,
-    ethernet_frame, icmp_echo_reply, icmp_message, icmpv6_echo_reply, icmpv6_message,
-    icmpv6_valid, ipv4_packet, ipv6_packet, link_local6, multicast_mac6, neighbor_advertisement,
-    neighbor_solicitation, parse_arp, parse_ndp, solicited_node6,
-)
-from labs.sim.engine import Engine, to_ps
-from labs.sim.hostconfig import HostConfig, IPAddress, IPInterface
-from labs.sim.wire import Wire
+from ...fabric.model.frames import (ALL_NODES6, ARP_REPLY, ARP_REQUEST, BROADCAST_MAC,
+                                    ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6, ICMP_ECHO_REPLY,
+                                    ICMP_ECHO_REQUEST, ICMP_TIME_EXCEEDED, ICMPV6_ECHO_REPLY,
+                                    ICMPV6_ECHO_REQUEST, ICMPV6_TIME_EXCEEDED, IPPROTO_ICMP,
+                                    IPPROTO_ICMPV6, IPV6_HEADER_LEN, NA_OVERRIDE, NA_SOLICITED,
+                                    NDP_HOP_LIMIT, NDP_NA, NDP_NS, ZERO_MAC, arp_packet,
+                                    ethernet_frame, icmp_echo_reply, icmp_message,
+                                    icmpv6_echo_reply, icmpv6_message, icmpv6_valid,
+                                    ipv4_packet, ipv6_packet, link_local6, multicast_mac6,
+                                    neighbor_advertisement, neighbor_solicitation, parse_arp,
+                                    parse_ndp, solicited_node6)
+from .engine import Engine, to_ps
+from .hostconfig import HostConfig, IPAddress, IPInterface
+from .link import Wire
 
 ARP_RETRY_S = 1e-3  # fabric time between ARP requests / NS for an unresolved next hop
 ARP_TRIES = 3
@@ -67,7 +69,7 @@ class SimHost:
             self._mine6[iface] = ips
             self._groups6[iface] = {multicast_mac6(ALL_NODES6),
                                     *(multicast_mac6(solicited_node6(ip)) for ip in ips)}
-        self.nic = None  # a traffic.nic.Nic while flows run (labs.runtimes.sim)
+        self.nic = None  # a nic.core.Nic while flows run (labs.runtimes.sim)
         self.nic_iface: str | None = None
         self._nic_wake: tuple[int, int] | None = None  # (time, generation)
         self._gen = 0

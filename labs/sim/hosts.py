@@ -10,15 +10,15 @@ import ipaddress
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from labs.lab import Ping
-from labs.runtimes.netns import LabError
-from labs.sim.engine import to_ps
-from labs.sim.host import HOST_TTL, PingReply, SimHost
-from labs.sim.hostconfig import IPAddress, IPInterface
+from ..lab import Ping
+from ..errors import LabError
+from .engine import to_ps
+from .host import HOST_TTL, PingReply, SimHost
+from .hostconfig import IPAddress, IPInterface
 
 if TYPE_CHECKING:
-    from labs.sim.engine import Engine
-    from labs.sim.network import SimNetwork
+    from .engine import Engine
+    from .network import SimNetwork
 
 PING_WAIT_S = 2.0  # wall seconds a live ping waits (-W 2): the same fabric time here
 

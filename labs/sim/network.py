@@ -7,7 +7,7 @@ built from its config_db.json), one ``SimHost`` per host, two ``Wire``s per link
   or towards a host of the sending one; ~5 ns per metre) times S;
 - each switch marks ECN where its ``rocelab.ecn-marking`` label says (``Node.ecn_marking``);
 - the seed derives every random choice: each switch's WRED draw and ECMP hash seed, each
-  wire's timing jitter when there is any (``jitter_s``, ``labs.sim.wire``), and the flows'
+  wire's timing jitter when there is any (``jitter_s``, ``labs.sim.link``), and the flows'
   start jitter (``labs.runtimes.sim``), so a lab and a seed give one result.
 """
 from __future__ import annotations
@@ -16,15 +16,15 @@ import functools
 import hashlib
 import random
 
-from fabric.config import port_name
-from fabric.model.switch import Switch
-from labs.sim import bgp
-from labs.sim.engine import PS, Engine
-from labs.sim.host import SimHost
-from labs.sim.hostconfig import SimError, host_config, host_mac
-from labs.sim.switch import SimSwitch
-from labs.sim.wire import Wire, cable_delay_ps
-from labs.topology import Topology
+from ...fabric.config import port_name
+from ...fabric.model.switch import Switch
+from . import bgp
+from .engine import PS, Engine
+from .host import SimHost
+from .hostconfig import SimError, host_config, host_mac
+from .switch import SimSwitch
+from .link import Wire, cable_delay_ps
+from ..topology import Topology
 
 DEFAULT_SPEED_MBPS = 100_000  # a host-to-host link with no switch port to read it from
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.trace import Trace
-from fabric.client import fidelity
-from fabric.model.switch import Switch
-from labs.sim.engine import Engine, to_ps
-from labs.sim.wire import Wire
+from ...fabric.trace import Trace
+from ...fabric.client import fidelity
+from ...fabric.model.switch import Switch
+from .engine import Engine, to_ps
+from .link import Wire
 
 
 class SimSwitch:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from labs import lab as labs
+from rocelab.labs import lab as labs
 from tests.conftest import copy_lab
 from tests.integration.test_lab import NOTHING, traces
 
@@ -51,7 +51,7 @@ def private_state_root(tmp_path_factory):
     """The tests' labs keep their state, locks and kept agent logs in a folder of their own:
     nothing of theirs stays under /run/rocelab, and lab.cleanup in a test judges only the
     tests' labs, never a lab a user (or another run) has up."""
-    from labs import state as states
+    from rocelab.labs import state as states
     old = os.environ.get(states.STATE_ENV)
     os.environ[states.STATE_ENV] = str(tmp_path_factory.mktemp("state"))
     yield

@@ -19,10 +19,10 @@ from typing import TypeVar
 
 import pytest
 
-from fabric.client import AgentClient, AgentError
-from fabric.config import port_name
-from labs import lab as labs
-from labs.runtimes.netns import remove_namespace, traces_allowed_in
+from rocelab.fabric.client import AgentClient, AgentError
+from rocelab.fabric.config import port_name
+from rocelab.labs import lab as labs
+from rocelab.labs.runtimes.netns import remove_namespace, traces_allowed_in
 from tests.integration.test_lab import NOTHING, traces
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")

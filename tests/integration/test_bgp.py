@@ -12,13 +12,13 @@ from ipaddress import ip_address
 
 import pytest
 
-from labs import lab as labs
-from labs.runtimes import frr
-from labs.sim import bgp as simbgp
+from rocelab.labs import lab as labs
+from rocelab.labs.runtimes import netns_bgp
+from rocelab.labs.sim import bgp as simbgp
 from tests.conftest import copy_lab
 from tests.integration.test_lab import NOTHING, traces
 
-pytestmark = pytest.mark.skipif(not frr.FRR_BIN.joinpath("bgpd").is_file(),
+pytestmark = pytest.mark.skipif(not netns_bgp.FRR_BIN.joinpath("bgpd").is_file(),
                                 reason="FRR is not installed (scripts/install.sh)")
 
 
@@ -30,7 +30,7 @@ def lab(request, tmp_path_factory):
     finally:
         lab.down()
     assert traces(lab.name) == NOTHING
-    assert not frr.run_dir(lab.name, "x").parent.exists()
+    assert not netns_bgp.run_dir(lab.name, "x").parent.exists()
 
 
 def learned(lab, node: str) -> dict[str, set[tuple[str, str]]]:
@@ -41,7 +41,7 @@ def learned(lab, node: str) -> dict[str, set[tuple[str, str]]]:
 
 def families(lab) -> set[int]:
     """The IP versions the lab's BGP sessions run in."""
-    return {a.version for n in frr.bgp_switches(lab.topology) for a in n.config.bgp.neighbors}
+    return {a.version for n in netns_bgp.bgp_switches(lab.topology) for a in n.config.bgp.neighbors}
 
 
 def await_value(read, want, timeout_s: float):
@@ -54,7 +54,7 @@ def await_value(read, want, timeout_s: float):
 def test_up_waits_for_sessions_and_reachability(lab):
     assert 0 < lab.state.convergence["sessions"] <= lab.state.convergence["reachable"]
     status = lab.bgp_status()
-    assert set(status) == {n.name for n in frr.bgp_switches(lab.topology)}
+    assert set(status) == {n.name for n in netns_bgp.bgp_switches(lab.topology)}
     for node, entry in status.items():
         configured = {str(a) for a in lab.topology.nodes[node].config.bgp.neighbors}
         assert set(entry["sessions"]) == configured  # IPv6 sessions listed as IPv4 ones
@@ -85,7 +85,7 @@ def test_link_down_withdraws_routes_and_traffic_moves(lab):
     """A leaf's fabric link down: in each family, an ECMP route loses the path through it
     (quicker than the hold time) and every host pair still reaches the other; link up: the
     paths come back."""
-    leaf = next(n for n in frr.bgp_switches(lab.topology) if n.config.vlans)
+    leaf = next(n for n in netns_bgp.bgp_switches(lab.topology) if n.config.vlans)
     before = learned(lab, leaf.name)
     ecmp = {p: h for p, h in sorted(before.items()) if len(h) > 1}
     port = sorted(next(iter(ecmp.values())))[0][1]
@@ -120,12 +120,12 @@ def test_an_ipv6_next_hop_deleted_alone_leaves_the_others(lab):
     """The kernel reports one IPv6 sibling deleted as the deletion of a one-hop route: the
     route sync must keep the next hops that stay (a kernel route of another protocol, so
     zebra leaves it alone)."""
-    leaf = next(n for n in frr.bgp_switches(lab.topology) if n.config.vlans)
+    leaf = next(n for n in netns_bgp.bgp_switches(lab.topology) if n.config.vlans)
     peers = sorted((a for a in leaf.config.bgp.neighbors if a.version == 6), key=int)
     if len(peers) < 2:
         pytest.skip(f"{lab.topology.name}: {leaf.name} has fewer than two IPv6 sessions")
     prefix = "3fff:0:7::/64"  # RFC 9637 documentation space: in no lab
-    assert all(prefix not in learned(lab, n.name) for n in frr.bgp_switches(lab.topology))
+    assert all(prefix not in learned(lab, n.name) for n in netns_bgp.bgp_switches(lab.topology))
     ns = lab.state.namespaces[leaf.name]
 
     def hops() -> set[str] | None:

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from pyroute2 import netns
 
-from labs import domains as l2
-from labs import lab as labs
-from labs import state as states
-from labs import topology
+from rocelab.labs import domains as l2
+from rocelab.labs import lab as labs
+from rocelab.labs import state as states
+from rocelab.labs import topology
 from tests.conftest import ROOT, copy_lab
 
 pytestmark = [

@@ -11,9 +11,10 @@ import subprocess
 
 import pytest
 
-from fabric import realtime
-from traffic import packets, patterns
-from traffic.capture import Capture
+from rocelab.fabric import realtime
+from rocelab.traffic import patterns
+from rocelab.nic import roce
+from rocelab.labs.capture import Capture
 
 pytestmark = [
     pytest.mark.root,
@@ -92,11 +93,11 @@ def test_the_frames_on_the_wire_are_roce_wireshark_decodes_with_valid_icrcs(lab,
     every ICRC valid (checked by ours, which Wireshark's agrees with in test_packets)."""
     flows = [patterns.FlowSpec("h2", "h1", 3 * 4096 + 100, 2)]
     with Capture(lab, where=[("h1", "eth1")], pcap_dir=tmp_path,
-                 match=lambda f: packets.classify(f) is not None) as capture:
+                 match=lambda f: roce.classify(f) is not None) as capture:
         assert patterns.run(lab, flows, pattern="incast", timeout_s=30)["complete"]
         capture.wait_quiet(0.2, 2.0)
         frames = [s.frame for s in capture.frames()]
-    assert frames and all(packets.verify_icrc(f) for f in frames)
+    assert frames and all(roce.verify_icrc(f) for f in frames)
     (pcap,) = tmp_path.glob("*.pcapng")
     argv = ["tshark", "-r", str(pcap), "-o", "infiniband.rroce.port:4791",
             "--disable-protocol", "rpcordma", "-T", "fields", "-E", "separator=/t",

@@ -14,11 +14,11 @@ from ipaddress import IPv6Address
 
 import pytest
 
-from labs import lab as labs
+from rocelab.labs import lab as labs
 from tests.conftest import copy_lab
 from tests.integration.test_lab import NOTHING, traces
-from traffic import patterns
-from traffic.probe import probe
+from rocelab.traffic import patterns
+from rocelab.traffic.probe import probe
 
 pytestmark = [
     pytest.mark.root,

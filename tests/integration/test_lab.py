@@ -15,11 +15,12 @@ import sys
 import pytest
 from pyroute2 import netns
 
-from fabric import realtime
-from labs import lab as labs
-from labs import state as states
-from labs.runtimes.netns import LabError, agent_alive
-from labs.topology import TopologyError
+from rocelab.fabric import realtime
+from rocelab.labs import lab as labs
+from rocelab.labs import state as states
+from rocelab.labs.errors import LabError
+from rocelab.labs.runtimes.netns import agent_alive
+from rocelab.labs.topology import TopologyError
 
 pytestmark = [
     pytest.mark.root,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from pyroute2 import netns
 
-from labs import lab as labs
-from labs import state as states
+from rocelab.labs import lab as labs
+from rocelab.labs import state as states
 from tests.conftest import ROOT, copy_lab
 from tests.integration.test_lab import NOTHING, traces, wait_for
 
@@ -127,9 +127,9 @@ def test_a_check_that_brings_the_lab_up_records_what_it_deployed(tmp_path):
 
 VARIANT_CHECK = """
 import threading
-from checks import congestion as cg
-from labs import actions
-from labs import lab as labs
+from rocelab.checks import congestion as cg
+from rocelab.labs import actions
+from rocelab.labs import lab as labs
 
 def test_variant(tmp_path):
     lab = labs.running({lab!r})
@@ -139,8 +139,8 @@ def test_variant(tmp_path):
 """
 RUNNER = """
 import sys
-from checks.run import _pytest
-from labs.interrupt import Interrupted
+from rocelab.checks.run import _pytest
+from rocelab.labs.interrupt import Interrupted
 try:
     _pytest(sys.argv[1:], lambda line: print(line, flush=True))
 except Interrupted as e:

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from checks.plots import load_trace
-from labs import lab as labs
-from labs.topology import DEFAULT_TIME_SCALE
+from rocelab.checks.plots import load_trace
+from rocelab.labs import lab as labs
+from rocelab.labs.topology import DEFAULT_TIME_SCALE
 from tests.integration.test_lab import NOTHING, traces
-from traffic.blast import DEST_QPN
-from traffic.capture import Capture
-from traffic.packets import parse_pfc
+from rocelab.traffic.blast import DEST_QPN
+from rocelab.labs.capture import Capture
+from rocelab.nic.roce import parse_pfc
 
 pytestmark = [
     pytest.mark.root,
@@ -63,7 +63,7 @@ def incast(lab, count: int) -> tuple[dict[str, dict], Capture]:
     """Blast from every sender at once; returns their reports and the capture."""
     for host in SENDERS:  # the switches resolve h1 before the burst, not during it
         assert lab.ping(host, "h1", H1_IP, count=1).ok
-    argv = [sys.executable, "-m", "traffic.blast", "--dst-ip", H1_IP, "--count", str(count),
+    argv = [sys.executable, "-m", "rocelab.traffic.blast", "--dst-ip", H1_IP, "--count", str(count),
             "--size", str(FRAME), "--time-scale", str(DEFAULT_TIME_SCALE)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     where = [("h1", "eth1")] + [("leaf1", iface) for iface in LEAF1_UPSTREAM]

@@ -12,7 +12,7 @@ import pytest
 from scapy.utils import PcapNgReader
 
 from tests.integration.test_lab import wait_for
-from traffic.probe import ProbeError, ProbeResult, probe
+from rocelab.traffic.probe import ProbeError, ProbeResult, probe
 
 pytestmark = [
     pytest.mark.root,

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from traffic import softroce, tcp_baseline
+from rocelab.traffic import softroce, tcp_baseline
 
 pytestmark = [
     pytest.mark.root,

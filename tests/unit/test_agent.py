@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.agent import IDLE_TICK_S, Agent
-from fabric.model.cable import DelayLine
-from fabric.model.pause import MAX_QUANTA, pause_seconds
+from rocelab.fabric.agent import IDLE_TICK_S, Agent
+from rocelab.fabric.model.cable import DelayLine
+from rocelab.fabric.model.pause import MAX_QUANTA, pause_seconds
 from tests.unit.test_lossless import RATE, blast_until_pfc, learned, leaf1
 
 

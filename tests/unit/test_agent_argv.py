@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from fabric.agent import main
-from labs import state as states
-from labs import topology
-from labs.runtimes.netns import (
-    PROJECT_ROOT, TRACE_ROOTS_ENV, agent_argv, trace_roots, traces_allowed_in,
-)
-from labs.state import LabState
+from rocelab.fabric.agent import main
+from rocelab.labs import state as states
+from rocelab.labs import topology
+from rocelab.labs.project import PROJECT_ROOT
+from rocelab.labs.runtimes.netns import (TRACE_ROOTS_ENV, agent_argv, trace_roots,
+                                         traces_allowed_in)
+from rocelab.labs.state import LabState
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def test_the_agent_runs_on_the_projects_interpreter_with_the_labs_trace_folders(
     node = topo.switches[0]
     control = state.dir / "control" / f"{node.name}.sock"
     argv = agent_argv(topo, node, state, control)
-    assert argv[:3] == [sys.executable, "-m", "fabric.agent"]
+    assert argv[:3] == [sys.executable, "-m", "rocelab.fabric.agent"]
     assert argv[argv.index("--control") + 1] == str(control)
     assert argv[argv.index("--ports") + 1] == ",".join(topo.interfaces(node.name))
     assert roots_of(argv) == [str(PROJECT_ROOT / "results"), str(state.dir)]

@@ -15,14 +15,15 @@ from invoke import Program
 from pyroute2 import netns
 
 import tasks
-from rocelab.tasks import lab as lab_tasks
-from fabric import config
-from labs import lab as labs
-from labs import nic, topology
-from labs import state as states
-from labs.nic import NicError
-from labs.state import LabState
-from labs.topology import TopologyError
+from rocelab.cli.tasks import lab as lab_tasks
+from rocelab.fabric import config
+from rocelab.labs import lab as labs
+from rocelab.nic import settings as nic
+from rocelab.labs import topology
+from rocelab.labs import state as states
+from rocelab.nic.settings import NicError
+from rocelab.labs.state import LabState
+from rocelab.labs.topology import TopologyError
 
 LINE_LIMIT = 600  # a one-line error quotes user input bounded: never kilobytes
 

@@ -11,14 +11,14 @@ import pytest
 import yaml
 from pyroute2.netlink.rtnl.rtmsg import rtmsg
 
-from fabric.config import ConfigError, parse
-from fabric.frr import render
-from fabric.model.router import LearnedRoute
-from fabric.model.switch import Switch
-from fabric.routesync import decode, switch_interface
-from labs import topology
-from labs.sim import bgp as simbgp
-from labs.sim.hostconfig import SimError
+from rocelab.fabric.config import ConfigError, parse
+from rocelab.fabric.frrconfig import render
+from rocelab.fabric.model.router import LearnedRoute
+from rocelab.fabric.model.switch import Switch
+from rocelab.fabric.routesync import decode, switch_interface
+from rocelab.labs import topology
+from rocelab.labs.sim import bgp as simbgp
+from rocelab.labs.sim.hostconfig import SimError
 
 LAB = Path(__file__).resolve().parents[2] / "topologies" / "roce-v2-bgp"
 
@@ -310,7 +310,7 @@ def test_sim_refuses_ibgp(tmp_path):
 
 
 def test_generate_bgp_fabric_routes_every_rack(tmp_path):
-    from labs import generate as gen
+    from rocelab.labs import generate as gen
     spec = gen.Spec("gbgp", hosts_per_leaf=2, leaves=3, spines=2, routing="bgp")
     done = gen.write(spec, tmp_path / spec.name)
     topo = topology.load(done.path)

@@ -15,14 +15,14 @@ from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, I
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from fabric.config import ConfigError, parse
-from fabric.frr import FROM_PEER_V6, render
-from fabric.model.router import LearnedRoute
-from fabric.model.switch import Switch
-from fabric.routesync import decode, switch_interface
-from labs import topology
-from labs.runtimes import frr
-from labs.sim import bgp as simbgp
+from rocelab.fabric.config import ConfigError, parse
+from rocelab.fabric.frrconfig import FROM_PEER_V6, render
+from rocelab.fabric.model.router import LearnedRoute
+from rocelab.fabric.model.switch import Switch
+from rocelab.fabric.routesync import decode, switch_interface
+from rocelab.labs import topology
+from rocelab.labs.runtimes import netns_bgp
+from rocelab.labs.sim import bgp as simbgp
 from tests.conftest import TOPOLOGIES
 
 V6 = TOPOLOGIES / "roce-v6-bgp"
@@ -35,7 +35,7 @@ def config(lab: Path, node: str) -> dict:
 
 
 def blocks(text: str) -> dict[str, list[str]]:
-    """The lines of each ``address-family`` block of a rendered frr.conf, by family."""
+    """The lines of each ``address-family`` block of a rendered netns_bgp.conf, by family."""
     out: dict[str, list[str]] = {}
     family = None
     for line in (line.strip() for line in text.splitlines()):
@@ -106,9 +106,9 @@ def test_sessions_are_read_from_every_address_family(monkeypatch):
                                "peerUptimeMsec": 0, "desc": "spine1"}}},
     }
     asked = []
-    monkeypatch.setattr(frr, "vtysh_json", lambda lab, node, command: asked.append(command)
+    monkeypatch.setattr(netns_bgp, "vtysh_json", lambda lab, node, command: asked.append(command)
                         or summary)
-    got = frr.sessions("lab", "leaf1")
+    got = netns_bgp.sessions("lab", "leaf1")
     assert asked == ["show bgp summary json"]
     assert {a: s["state"] for a, s in got.items()} == {"10.0.0.0": "Established",
                                                      "2001:db8:ff::1": "Active"}

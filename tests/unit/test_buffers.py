@@ -7,11 +7,9 @@ import json
 
 import pytest
 
-from fabric.config import BufferPool, BufferProfile, PortQos, Qos, load
-from fabric.model.buffers import (
-    ACCEPT, ACCEPT_HEADROOM, DROP_HEADROOM_EXHAUSTED, DROP_LOSSY_LIMIT, UNLIMITED_POOL,
-    IngressBuffers,
-)
+from rocelab.fabric.config import BufferPool, BufferProfile, PortQos, Qos, load
+from rocelab.fabric.model.buffers import (ACCEPT, ACCEPT_HEADROOM, DROP_HEADROOM_EXHAUSTED,
+                                          DROP_LOSSY_LIMIT, UNLIMITED_POOL, IngressBuffers)
 
 LEAF1 = "/work/main/topologies/roce-v2-leafspine/configs/leaf1/config_db.json"
 P0, P4 = "Ethernet0", "Ethernet4"

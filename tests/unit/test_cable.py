@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.agent import delay_line
-from fabric.config import port_name
-from fabric.model.cable import Cable, DelayLine, propagation_s
-from labs import topology
+from rocelab.fabric.agent import delay_line
+from rocelab.fabric.config import port_name
+from rocelab.fabric.model.cable import Cable, DelayLine, propagation_s
+from rocelab.labs import topology
 
 RATE = 8e6  # 1 byte per microsecond: times below are easy to read
 

@@ -14,10 +14,11 @@ import subprocess
 import pytest
 from scapy.utils import PcapNgReader
 
-from fabric import afpacket
-from traffic.capture import PcapFiles, Sighting, vlan_tag
-from traffic.packets import CE, ECT0, Flow, classify, pfc_frame, rc_send
-from traffic.probe import PROBE_MAGIC, PROBE_QPN, ProbeResult
+from rocelab.fabric import afpacket
+from rocelab.labs.capture import PcapFiles, Sighting, vlan_tag
+from rocelab.nic.roce import CE, ECT0, classify
+from rocelab.traffic.packets import Flow, pfc_frame, rc_send
+from rocelab.traffic.probe import PROBE_MAGIC, PROBE_QPN, ProbeResult
 
 H1_MAC, GW_MAC, H3_MAC = "02:00:00:00:01:11", "02:52:4c:00:01:01", "02:00:00:00:02:13"
 SENT = Flow(H1_MAC, GW_MAC, "10.1.1.11", "10.1.2.13", vid=0, pcp=3)

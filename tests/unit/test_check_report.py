@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from checks.run import pytest_argv
+from rocelab.checks.run import pytest_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_CHECKS = '''
 import pytest
-from checks.report import record_evidence, record_fidelity
+from rocelab.checks.report import record_evidence, record_fidelity
 
 @pytest.fixture
 def broken():
@@ -70,7 +70,7 @@ def fake_run(tmp_path_factory):
     results = base / "results"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(base / "checks"), "-p", "checks.report",
+        [sys.executable, "-m", "pytest", str(base / "checks"), "-p", "rocelab.checks.report",
          "-p", "no:cacheprovider", "--results", str(results), "-q",
          f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit1",
          "--rootdir", str(base)],
@@ -143,7 +143,7 @@ def test_a_check_file_that_does_not_import_is_reported(tmp_path):
     (tmp_path / "checks").mkdir()
     (tmp_path / "checks" / "test_broken.py").write_text("import no_such_module\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(tmp_path / "checks"), "-p", "checks.report",
+        [sys.executable, "-m", "pytest", str(tmp_path / "checks"), "-p", "rocelab.checks.report",
          "-p", "no:cacheprovider", "--results", str(tmp_path / "res"), "-q",
          "--rootdir", str(tmp_path)],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -159,7 +159,7 @@ def test_a_check_file_that_does_not_import_is_reported(tmp_path):
 def test_invoke_check_command_line(tmp_path):
     argv = pytest_argv("roce-v2-leafspine", tmp_path, k="v1")
     assert argv[1:3] == ["-m", "pytest"]
-    assert argv[argv.index("-p") + 1] == "checks.report"
+    assert argv[argv.index("-p") + 1] == "rocelab.checks.report"
     assert argv[argv.index("--lab") + 1] == "roce-v2-leafspine"
     assert argv[argv.index("--results") + 1] == str(tmp_path)
     assert f"--junitxml={tmp_path / 'junit.xml'}" in argv

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from checks import report
-from checks import run as runs
-from checks.congestion import variant_name
-from labs import state as states
-from labs.runtimes.netns import LabError
-from labs.state import LabState
-from labs.topology import NAME_RE
+from rocelab.checks import report
+from rocelab.checks import run as runs
+from rocelab.checks.congestion import variant_name
+from rocelab.labs import state as states
+from rocelab.labs.errors import LabError
+from rocelab.labs.state import LabState
+from rocelab.labs.topology import NAME_RE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,7 +92,7 @@ def test_an_interrupted_pytest_writes_an_incomplete_summary(tmp_path):
     (tmp_path / "checks").mkdir()
     (tmp_path / "checks" / "test_x.py").write_text(INTERRUPTED_CHECKS)
     subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "checks"), "-p",
-                    "checks.report", "-p", "no:cacheprovider", "--results",
+                    "rocelab.checks.report", "-p", "no:cacheprovider", "--results",
                     str(tmp_path / "res"), "-q", "--rootdir", str(tmp_path)],
                    cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
                    capture_output=True, text=True, timeout=60)
@@ -115,8 +115,8 @@ except KeyboardInterrupt:
 """
 RUNNER = """
 import sys
-from checks.run import _pytest
-from labs.interrupt import Interrupted
+from rocelab.checks.run import _pytest
+from rocelab.labs.interrupt import Interrupted
 try:
     _pytest([sys.executable, "-c", sys.argv[1]], lambda line: print(line, flush=True))
 except Interrupted as e:
@@ -160,7 +160,7 @@ def test_variant_names_are_valid_distinct_and_never_the_labs_own():
     (0, None, 0),  # no summary: pytest's word
 ])
 def test_inconclusive_runs_exit_3(tmp_path, pytest_code, counts, code):
-    from checks.outcome import verdict_code
+    from rocelab.checks.outcome import verdict_code
     if counts is not None:
         (tmp_path / "summary.json").write_text(json.dumps({"counts": counts}))
     assert verdict_code(pytest_code, tmp_path) == code

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from labs import topology
+from rocelab.labs import topology
 from tests.conftest import TOPOLOGIES
 from tests.schemas import clab_file_problems, clab_problems, clab_schema
 

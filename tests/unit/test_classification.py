@@ -17,9 +17,9 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 
-from fabric.config import load, parse
-from fabric.model import Switch
-from fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier, resolve_maps
+from rocelab.fabric.config import load, parse
+from rocelab.fabric.model import Switch
+from rocelab.fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier, resolve_maps
 from tests.unit.test_forwarding import (
     BCAST, H1, H1_IP, H2, H2_IP, H3_IP, LEAF1_JSON, RMAC, SPINE1, SPINE_PORT, arp,
     expected_spine, learn_h1, pfc, raw_frame, resolve_spines, rocev1, udp,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import tasks
-from checks import outcome
-from rocelab.cli import dotted, program
+from rocelab.checks import outcome
+from rocelab.cli.program import dotted, program
 from tests import unseen_lab
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from checks.compare import Row, figures, live_jitter_s
+from rocelab.checks.compare import Row, figures, live_jitter_s
 
 
 def write_run(folder, outcome: str, pfc: int, paused: float, elapsed: float, drops: dict,
@@ -58,7 +58,7 @@ def test_frames_lost_agree_by_being_there_or_not():
 def test_a_hosts_pause_counts_once_on_its_own_priority(tmp_path):
     """Switch ports pause per priority; a host's NIC pauses its RoCE priority only. The
     total counted each host once per priority (eight times) before."""
-    from checks.congestion import Run
+    from rocelab.checks.congestion import Run
 
     def port(paused: list[float]) -> dict:
         return {"ports": {"Ethernet0": {"paused_s": paused}}}

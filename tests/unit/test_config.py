@@ -11,22 +11,9 @@ from typing import Any
 
 import pytest
 
-from fabric.config import (
-    BufferPool,
-    BufferProfile,
-    ConfigError,
-    PfcWatchdog,
-    Port,
-    QueueConfig,
-    Scheduler,
-    StaticRoute,
-    SwitchConfig,
-    WredColor,
-    iface_name,
-    load,
-    parse,
-    port_name,
-)
+from rocelab.fabric.config import (BufferPool, BufferProfile, ConfigError, PfcWatchdog, Port,
+                                   QueueConfig, Scheduler, StaticRoute, SwitchConfig,
+                                   WredColor, iface_name, load, parse, port_name)
 
 CONFIGS = Path(__file__).resolve().parents[2] / "topologies" / "roce-v2-leafspine" / "configs"
 SWITCHES = ["leaf1", "leaf2", "spine1", "spine2"]

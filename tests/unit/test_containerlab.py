@@ -18,13 +18,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labs import clabfile, sonic, topology
-from labs import state as states
-from labs.images import project_version
-from labs.runtimes import containerlab as clab
-from labs.runtimes.containerlab import ContainerlabRuntime, NotApplicable
-from labs.runtimes.netns import HOST_OFFLOADS_OFF, LabError
-from labs.sonic import LoadMode
+from rocelab.labs import clabfile, sonic, topology
+from rocelab.labs import state as states
+from rocelab.labs.images import project_version
+from rocelab.labs.runtimes import containerlab as clab
+from rocelab.labs.runtimes.containerlab import ContainerlabRuntime, NotApplicable
+from rocelab.labs.runtimes.netns import HOST_OFFLOADS_OFF
+from rocelab.labs.errors import LabError
+from rocelab.labs.sonic import LoadMode
 from tests.fakes import Answer, FakeRun, installed
 from tests.schemas import clab_problems
 
@@ -470,7 +471,7 @@ def test_exec_runs_in_the_container(state_dir):
 
 
 def test_lab_api_knows_the_runtime():
-    from labs import lab
+    from rocelab.labs import lab
     assert isinstance(lab.runtime_for("containerlab"), ContainerlabRuntime)
     with pytest.raises(LabError, match="available: netns, containerlab"):
         lab.runtime_for("kubernetes")
@@ -668,7 +669,7 @@ def test_end_to_end_sonic_vs(lab_copy, state_dir):
     reason = _cannot_deploy("docker-sonic-vs:latest", "rocelab-host:latest")
     if reason:
         pytest.skip(reason)
-    from labs import lab
+    from rocelab.labs import lab
     handle = lab.up(str(lab_copy()), runtime="containerlab")
     try:
         rt = handle.runtime
@@ -686,7 +687,7 @@ def test_end_to_end_project_switch(lab_copy, state_dir):
     reason = _cannot_deploy(f"rocelab-switch:{VERSION}", "rocelab-host:latest")
     if reason:
         pytest.skip(reason)
-    from labs import lab
+    from rocelab.labs import lab
     path = lab_copy(edit=labelled("spine1", "spine2", "leaf1", "leaf2"))
     handle = lab.up(str(path), runtime="containerlab")
     try:

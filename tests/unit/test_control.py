@@ -16,14 +16,12 @@ from typing import TypeVar
 
 import pytest
 
-from fabric import control
-from fabric.agent import Agent
-from fabric.client import AgentClient, AgentError
-from fabric.control import (
-    MAX_CONNECTIONS, MAX_REQUEST_BYTES, RequestError, TraceLimits, parse_request, peer_allowed,
-    secure_folder,
-)
-from fabric.model.watchdog import WATCHDOG_PROFILES
+from rocelab.fabric import control
+from rocelab.fabric.agent import Agent
+from rocelab.fabric.client import AgentClient, AgentError
+from rocelab.fabric.control import (MAX_CONNECTIONS, MAX_REQUEST_BYTES, RequestError,
+                                    TraceLimits, parse_request, peer_allowed, secure_folder)
+from rocelab.fabric.model.watchdog import WATCHDOG_PROFILES
 from tests.unit.test_lossless import leaf1
 
 PORTS = ["Ethernet0", "Ethernet4"]

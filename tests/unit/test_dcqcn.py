@@ -1,4 +1,4 @@
-"""DCQCN state machines (traffic.dcqcn): the NP's CNP pacing and the RP's cut, alpha decay and
+"""DCQCN state machines (nic.dcqcn): the NP's CNP pacing and the RP's cut, alpha decay and
 increase stages. Time is injected and every expected value is computed by hand from the
 paper's rules, so sequences are exact (floats compared with pytest.approx)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from traffic.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
+from rocelab.nic.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
 
 G = 1 / 256
 GBPS = 1e9

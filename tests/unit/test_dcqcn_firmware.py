@@ -1,4 +1,4 @@
-"""Firmware DCQCN (traffic.dcqcn, FirmwareParams / FirmwareReactionPoint) against a reference:
+"""Firmware DCQCN (nic.dcqcn, FirmwareParams / FirmwareReactionPoint) against a reference:
 the HPCC simulator's Mellanox functions (alibaba-edu/High-Precision-Congestion-Control,
 simulation/src/point-to-point/model/rdma-hw.cc: UpdateAlphaMlx, ScheduleUpdateAlphaMlx,
 cnp_received_mlx, CheckRateDecreaseMlx, ScheduleDecreaseRateMlx, RateIncEventTimerMlx,
@@ -27,10 +27,8 @@ from dataclasses import replace
 
 import pytest
 
-from traffic.dcqcn import (
-    DcqcnParams, FirmwareParams, FirmwareReactionPoint, NotificationPoint, PaperReactionPoint,
-    ReactionPoint,
-)
+from rocelab.nic.dcqcn import (DcqcnParams, FirmwareParams, FirmwareReactionPoint,
+                               NotificationPoint, PaperReactionPoint, ReactionPoint)
 
 GBPS = 1e9
 FIRMWARE_BYTE_RESET = 32767  # what ConnectX firmware ships (the model's default is 0)

@@ -1,4 +1,4 @@
-"""The firmware reaction point is lazy (traffic.dcqcn, FirmwareReactionPoint): it wakes its
+"""The firmware reaction point is lazy (nic.dcqcn, FirmwareReactionPoint): it wakes its
 NIC only when something observable changes (a decrease check with a CNP pending, an
 increase timer), never for an alpha update (every ``dce_tcp_rtt``, 1 us by default), and
 catches alpha up in closed form whenever it is asked.
@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from traffic.dcqcn import FirmwareParams, ReactionPoint
+from rocelab.nic.dcqcn import FirmwareParams, ReactionPoint
 
 PS = 10**12
 US = 1e-6

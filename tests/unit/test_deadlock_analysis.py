@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from checks import deadlock as dl
-from labs import actions
-from labs import lab as labs
-from labs import topology
+from rocelab.checks import deadlock as dl
+from rocelab.labs import actions
+from rocelab.labs import lab as labs
+from rocelab.labs import topology
 
 
 def test_scenario_comes_from_the_label():
@@ -56,7 +56,7 @@ def test_two_switches_pausing_each_other_make_a_cycle(counters):
     sc = dl.scenario_of(topo)
     link = next(k for k in topo.links
                 if topo.nodes[k.a.node].is_switch and topo.nodes[k.b.node].is_switch)
-    from fabric.config import port_name
+    from rocelab.fabric.config import port_name
     a, b = (link.a.node, port_name(link.a.iface)), (link.b.node, port_name(link.b.iface))
     then = copy.deepcopy(before)
     for sw, port in (a, b):

@@ -1,6 +1,6 @@
 """Every ``invoke <task>`` and ``rocelab <task>`` a user can read in README.md, docs/*.md,
 docs/ci/, scripts/*.sh and .ci/run names a task that exists, with options it has: the
-tasks moved into the installed package (rocelab.tasks) and must keep every documented name.
+tasks moved into the installed package (rocelab.cli.tasks) and must keep every documented name.
 
 Markdown is read only in code (fenced blocks and inline spans), where a command is a
 command and not prose ("rocelab runs ..."); shell files whole. A usage line's alternatives
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import tasks
-from rocelab.cli import dotted, program
+from rocelab.cli.program import dotted, program
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from fabric.config import parse
-from labs import topology
-from labs.domains import domain_of, domains_of, l2_domains
-from labs.topology import Endpoint, Link, Node, Topology
+from rocelab.fabric.config import parse
+from rocelab.labs import topology
+from rocelab.labs.domains import domain_of, domains_of, l2_domains
+from rocelab.labs.topology import Endpoint, Link, Node, Topology
 
 
 # --------------------------------------------------------------------------- the project's labs

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from fabric.config import BufferProfile, parse
-from fabric.model import Switch
-from fabric.model.egress_buffers import EgressPool, QueueBuffer
+from rocelab.fabric.config import BufferProfile, parse
+from rocelab.fabric.model import Switch
+from rocelab.fabric.model.egress_buffers import EgressPool, QueueBuffer
 from tests.unit.test_forwarding import LEAF1_JSON
 from tests.unit.test_lossless import FRAME, H1_PORT, H2_PORT, S, learned, udp_frame
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from checks import exercises
-from labs import topology
+from rocelab.checks import exercises
+from rocelab.labs import topology
 
 ROOT = Path(__file__).resolve().parents[2]
 

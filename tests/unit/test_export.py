@@ -7,8 +7,8 @@ import re
 import pytest
 import yaml
 
-from labs import export, sonic, topology
-from labs.runtimes.netns import LabError
+from rocelab.labs import export, sonic, topology
+from rocelab.labs.errors import LabError
 from tests.schemas import topology_cr_problems
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labs import fingerprint
-from labs import lab as labs
-from labs import state as states
-from labs import topology
-from labs.runtimes.netns import LabError
-from labs.state import LabState
+from rocelab.labs import fingerprint
+from rocelab.labs import lab as labs
+from rocelab.labs import state as states
+from rocelab.labs import topology
+from rocelab.labs.errors import LabError
+from rocelab.labs.state import LabState
 from tests.conftest import copy_lab
 
 

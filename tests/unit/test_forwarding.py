@@ -16,11 +16,11 @@ from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
-from fabric import config as fabric_config
-from fabric.config import Port, StaticRoute, SwitchConfig, Vlan
-from fabric.model import Switch
-from fabric.model.frames import ip_int
-from fabric.model.router import ecmp_index
+from rocelab.fabric import config as fabric_config
+from rocelab.fabric.config import Port, StaticRoute, SwitchConfig, Vlan
+from rocelab.fabric.model import Switch
+from rocelab.fabric.model.frames import ip_int
+from rocelab.fabric.model.router import ecmp_index
 
 RMAC = "02:52:4c:00:01:01"  # leaf1's system MAC, on every L3 interface
 H1, H1_IP = "02:00:00:00:00:11", "10.1.1.11"  # leaf1 Ethernet8 (eth3)

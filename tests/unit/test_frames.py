@@ -8,8 +8,8 @@ from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
-from fabric.model import frames as f
-from fabric.model.router import ecmp_index, flow_hash, packet_flow_hash
+from rocelab.fabric.model import frames as f
+from rocelab.fabric.model.router import ecmp_index, flow_hash, packet_flow_hash
 
 
 def naive_checksum(data: bytes) -> int:

@@ -12,11 +12,11 @@ import pytest
 from invoke import Program
 
 import tasks
-from checks import lint
-from fabric.config import port_name
-from fabric.model.switch import Switch
-from labs import generate as gen
-from labs.topology import DEFAULT_TIME_SCALE, Topology, load
+from rocelab.checks import lint
+from rocelab.fabric.config import port_name
+from rocelab.fabric.model.switch import Switch
+from rocelab.labs import generate as gen
+from rocelab.labs.topology import DEFAULT_TIME_SCALE, Topology, load
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZING_LABS = sorted(p.name for p in (ROOT / "topologies").glob("sizing-*"))

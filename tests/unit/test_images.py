@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from labs import images
-from labs.clabfile import PORTS_ENV
-from labs.export import MTUS_ENV
-from labs.runtimes.netns import PROJECT_ROOT, LabError
+from rocelab.labs import images
+from rocelab.labs.clabfile import PORTS_ENV
+from rocelab.labs.export import MTUS_ENV
+from rocelab.labs.project import PROJECT_ROOT
+from rocelab.labs.errors import LabError
 from tests.fakes import Answer, FakeRun, installed
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "containerlab"
@@ -202,16 +203,16 @@ def test_dockerfile_builds_every_image_on_the_debian_base():
     assert "pip install --no-cache-dir --no-index --find-links /tmp/wheels rocelab" in text
     assert (PROJECT_ROOT / images.SWITCH_ENTRYPOINT).is_file()
     pyproject = (PROJECT_ROOT / "pyproject.toml").read_text()
-    include = re.search(r"^include = \[(.*)\]$", pyproject, re.M)
-    for package in re.findall(r'"(\w+)\*"', include.group(1)):  # the wheel is built from a copy
-        assert package in images.PROJECT_FILES, package
+    mapping = re.search(r"^package-dir = \{(.*)\}$", pyproject, re.M)
+    for folder in re.findall(r'= "(\w+)"', mapping.group(1)):  # the wheel is built from a copy
+        assert folder in images.PROJECT_FILES, folder
 
 
 def test_switch_entrypoint_starts_the_agent_on_the_found_ports():
     text = (PROJECT_ROOT / "images/switch/entrypoint.sh").read_text()
     assert text.startswith("#!/bin/sh")
     assert os.access(PROJECT_ROOT / "images/switch/entrypoint.sh", os.X_OK)
-    assert ("exec python -m fabric.agent --config \"$CONFIG\" --name \"$NAME\" \\\n"
+    assert ("exec python -m rocelab.fabric.agent --config \"$CONFIG\" --name \"$NAME\" \\\n"
             "    --control \"$CONTROL_DIR/agent.sock\" --ports \"$ports\"") in text
     assert "CONFIG=${ROCELAB_CONFIG:-/etc/sonic/config_db.json}" in text
     assert PORTS_ENV in text and MTUS_ENV in text  # what rocelab sets is what it reads
@@ -239,7 +240,7 @@ def test_switch_entrypoint_gives_each_port_its_link_mtu(tmp_path):
     assert proc.returncode == 0, proc.stderr
     calls = log.read_text().splitlines()
     assert calls[:2] == ["ip link set dev eth1 mtu 9100", "ip link set dev eth2 mtu 1450"]
-    assert calls[-1].startswith("python -m fabric.agent --config /etc/sonic/config_db.json "
+    assert calls[-1].startswith("python -m rocelab.fabric.agent --config /etc/sonic/config_db.json "
                                 "--name leaf1")
 
     (bin_dir / "ip").write_text("#!/bin/sh\necho 'Error: mtu greater than device maximum.' >&2\n"

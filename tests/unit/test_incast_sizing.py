@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from checks import congestion as cg
-from traffic import patterns
+from rocelab.checks import congestion as cg
+from rocelab.traffic import patterns
 
 MTU = 4096
 POOL = 112_249_856  # ref-pfc-400g's ingress pool

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from labs.images import PROJECT_FILES
-from rocelab import version
+from rocelab.labs.images import PROJECT_FILES
+from rocelab.labs.project import version
 from tests import unseen_lab
 from tests.conftest import ROOT
 
@@ -83,11 +83,35 @@ def test_the_installed_command_is_this_code(rocelab_bin, config_repo):
     done = run(rocelab_bin, config_repo, "--version")
     assert done.returncode == 0 and done.stdout.strip() == f"rocelab {version()}"
     python = rocelab_bin.parent / "python"
-    where = subprocess.run([str(python), "-c", "import checks, rocelab; "
-                            "print(checks.__file__); print(rocelab.__file__)"],
+    where = subprocess.run([str(python), "-c", "import rocelab.checks, rocelab; "
+                            "print(rocelab.checks.__file__); print(rocelab.__file__)"],
                            cwd=config_repo, capture_output=True, text=True, check=True)
     for line in where.stdout.split():
         assert Path(line).is_relative_to(rocelab_bin.parent.parent), line  # not the checkout
+
+
+def test_the_wheel_claims_only_the_rocelab_import_name(rocelab_bin, config_repo):
+    """Installed beside Fabric (``fabric``) or the PyPI package ``traffic``, rocelab must
+    not shadow them: its subpackages live under ``rocelab``, and nothing else is added."""
+    python = rocelab_bin.parent / "python"
+    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; "
+                                   "print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    added = {p.name for p in purelib.iterdir()
+             if p.suffix not in (".pth", ".dist-info") and p.name != "__pycache__"}
+    assert added == {"rocelab"}, added
+    top_level = next(purelib.glob("rocelab-*.dist-info")) / "top_level.txt"
+    if top_level.is_file():
+        assert top_level.read_text().split() == ["rocelab"]
+    for name in ("fabric", "labs", "traffic", "checks", "nic", "cli"):
+        found = subprocess.run([str(python), "-c", f"import {name}"], cwd=config_repo,
+                               capture_output=True, text=True)
+        assert found.returncode != 0 and "No module named" in found.stderr, name
+    done = subprocess.run([str(python), "-c", "import rocelab.fabric.agent, rocelab.nic.core, "
+                           "rocelab.labs.lab, rocelab.traffic.patterns, rocelab.checks.lint, "
+                           "rocelab.cli.program"], cwd=config_repo, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_lint_and_diff_from_a_config_repository(rocelab_bin, config_repo):

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from checks import classes, lint
-from checks.classes import RoceClass
-from fabric.qos import queue_of_tc, tc_of_dscp
-from labs.topology import load
+from rocelab.checks import classes, lint
+from rocelab.checks.classes import RoceClass
+from rocelab.fabric.qos import queue_of_tc, tc_of_dscp
+from rocelab.labs.topology import load
 from tests import unseen_lab
 
 

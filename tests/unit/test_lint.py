@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from checks.lint import load_lab, lint
-from fabric.qos import required_headroom
+from rocelab.checks.lint import load_lab, lint
+from rocelab.fabric.qos import required_headroom
 from tests.conftest import ROOT, copy_lab
 
 Config = dict[str, Any]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from labs import load, topology
+from rocelab.labs import load, topology
 from tests.conftest import TOPOLOGIES
 
 

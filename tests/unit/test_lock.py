@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from labs import lab as labs
-from labs import lock
-from labs import state as states
-from labs.lock import LabBusy
-from labs.state import LabState
+from rocelab.labs import lab as labs
+from rocelab.labs import lock
+from rocelab.labs import state as states
+from rocelab.labs.lock import LabBusy
+from rocelab.labs.state import LabState
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLDER = """
 import sys
-from labs import lock
+from rocelab.labs import lock
 with lock.hold(sys.argv[1], exclusive=sys.argv[2] == "ex", command="invoke check demo"):
     print("held", flush=True)
     sys.stdin.readline()

@@ -13,14 +13,13 @@ import subprocess
 
 import pytest
 
-from fabric.config import parse
-from fabric.model import Switch
-from fabric.model.frames import (
-    ETH_P_IPV4, IPPROTO_UDP, PFC_MAC, ethernet_frame, ip_int, mac_bytes, parse_mac_control,
-    ipv4_packet, pfc_frame,
-)
-from fabric.model.pause import MAX_QUANTA, pause_seconds
-from fabric.model.wred import CE, ECT0, ecn_field
+from rocelab.fabric.config import parse
+from rocelab.fabric.model import Switch
+from rocelab.fabric.model.frames import (ETH_P_IPV4, IPPROTO_UDP, PFC_MAC, ethernet_frame,
+                                         ip_int, mac_bytes, parse_mac_control, ipv4_packet,
+                                         pfc_frame)
+from rocelab.fabric.model.pause import MAX_QUANTA, pause_seconds
+from rocelab.fabric.model.wred import CE, ECT0, ecn_field
 from tests.unit.test_forwarding import H1, H1_IP, H2, H2_IP, LEAF1_JSON
 
 H1_PORT, H2_PORT = "Ethernet8", "Ethernet12"
@@ -359,7 +358,7 @@ def test_watchdog_profile_is_validated():
 
 
 def test_fidelity_verdict_names_what_was_lost():
-    from fabric.client import fidelity
+    from rocelab.fabric.client import fidelity
     sw = learned(leaf1(headroom_pool=0))
     assert fidelity(sw.counters()) == {"ok": True, "problems": []}
     blast_until_pfc(sw)
@@ -374,7 +373,7 @@ def test_fidelity_verdict_names_what_was_lost():
 
 
 def test_clearing_fidelity_forgets_earlier_episodes_and_lateness_only():
-    from fabric.client import fidelity
+    from rocelab.fabric.client import fidelity
     sw = learned(leaf1(headroom_pool=0))
     blast_until_pfc(sw)
     for _ in range(60):
@@ -401,7 +400,7 @@ def test_clearing_fidelity_forgets_earlier_episodes_and_lateness_only():
 def test_lateness_fails_fidelity_only_over_enough_frames(count, late, key, what):
     """A p99 over a handful of frames is the worst one: it is reported, not judged. The
     agent's ingress lag (kernel stamp to taken) is judged like the scheduler's lateness."""
-    from fabric.client import MIN_FRAMES_FOR_P99, fidelity
+    from rocelab.fabric.client import MIN_FRAMES_FOR_P99, fidelity
     assert MIN_FRAMES_FOR_P99 == 100
     port = {"fidelity": {"mtu_frame_s": 2e-3, "headroom": [],
                          key: {"count": count, "p99_s": 3e-3, "max_s": 5e-3}}}
@@ -414,7 +413,7 @@ def test_lateness_fails_fidelity_only_over_enough_frames(count, late, key, what)
 def test_with_a_delay_line_a_lag_the_cable_absorbed_is_not_judged():
     """A port with a delay line is judged by its frames' arrival lateness: a long ingress lag
     whose frames still arrived on time over their cable is no problem."""
-    from fabric.client import fidelity
+    from rocelab.fabric.client import fidelity
     port = {"fidelity": {"mtu_frame_s": 2e-3, "headroom": [],
                          "ingress_lag": {"count": 500, "p99_s": 3e-3, "max_s": 5e-3},
                          "arrival_lateness": {"count": 500, "p99_s": 0.5e-3, "max_s": 1e-3}}}
@@ -425,8 +424,8 @@ def test_with_a_delay_line_a_lag_the_cable_absorbed_is_not_judged():
 def test_switch_pfc_frames_are_the_ones_wireshark_decodes(quanta, tmp_path):
     """The switch builds PFC with struct on its hot path; it must be byte for byte the frame
     the crafting module (checked against tshark's CBFC decoding) builds."""
-    from fabric.model.frames import mac_bytes, pfc_frame as switch_pfc
-    from traffic.packets import pfc_frame as crafted_pfc
+    from rocelab.fabric.model.frames import mac_bytes, pfc_frame as switch_pfc
+    from rocelab.traffic.packets import pfc_frame as crafted_pfc
     mac = "02:52:4c:00:01:01"
     assert switch_pfc(mac_bytes(mac), quanta) == bytes(crafted_pfc(mac, quanta))
     if shutil.which("tshark") is None:

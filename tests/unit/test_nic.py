@@ -1,4 +1,4 @@
-"""labs.nic: host NIC settings files load with DcqcnParams' defaults, refuse bad values with
+"""nic.settings: host NIC settings files load with DcqcnParams' defaults, refuse bad values with
 one-line errors, and reach hosts through the rocelab.nic label at topology load time."""
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labs import nic, topology
-from labs.nic import NicError, NicSettings
-from labs.topology import TopologyError
+from rocelab.nic import settings as nic
+from rocelab.labs import topology
+from rocelab.nic.settings import NicError, NicSettings
+from rocelab.labs.topology import TopologyError
 from tests.conftest import TOPOLOGIES
-from traffic.dcqcn import DcqcnParams, FirmwareParams
+from rocelab.nic.dcqcn import DcqcnParams, FirmwareParams
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -1,4 +1,4 @@
-"""traffic.nic: the pure NIC core both the live endpoint and the virtual-time host drive.
+"""nic.core: the pure NIC core both the live endpoint and the virtual-time host drive.
 
 Two ``Nic`` objects joined back to back by a zero-delay wire (``Loop``) run with exact times:
 a frame reaches the peer the moment its last bit leaves, and the loop jumps from one
@@ -14,11 +14,13 @@ from collections.abc import Callable
 
 import pytest
 
-from labs.nic import NicSettings
-from traffic import packets, wire
-from traffic.dcqcn import ReactionPoint
-from traffic.nic import CE, ECT0, Nic
-from traffic.rc import psn_diff
+from rocelab.nic.settings import NicSettings
+from rocelab.traffic import packets
+from rocelab.nic import roce
+from rocelab.nic import codec
+from rocelab.nic.dcqcn import ReactionPoint
+from rocelab.nic.core import CE, ECT0, Nic
+from rocelab.nic.rc import psn_diff
 
 LINE = 10e9  # b/s on the wire
 MAC_A, MAC_B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
@@ -119,32 +121,32 @@ class Loop:
             self.t = t
         return self.t
 
-    def frames(self, src: int, opcode: int | None = None) -> list[tuple[float, wire.Incoming]]:
+    def frames(self, src: int, opcode: int | None = None) -> list[tuple[float, codec.Incoming]]:
         """(start, parsed) of every RoCE frame NIC ``src`` sent, of one opcode if given."""
         out = []
         for t, i, frame in self.sent:
-            parsed = wire.parse(frame)
+            parsed = codec.parse(frame)
             if i == src and parsed is not None and opcode in (None, parsed.opcode):
                 out.append((t, parsed))
         return out
 
 
-def data_frames(loop: Loop) -> list[tuple[float, wire.Incoming]]:
-    return [(t, f) for t, f in loop.frames(0) if f.opcode not in (wire.ACK_OPCODE,
-                                                                   wire.CNP_OPCODE)]
+def data_frames(loop: Loop) -> list[tuple[float, codec.Incoming]]:
+    return [(t, f) for t, f in loop.frames(0) if f.opcode not in (codec.ACK_OPCODE,
+                                                                   codec.CNP_OPCODE)]
 
 
 def peer_data(psn: int, *, ecn: int, ackreq: bool = False) -> bytes:
     """A data frame from the receive flow's peer to the NIC's responder QP 0x800."""
-    headers = wire.Headers(MAC_A, MAC_B, IP_A, IP_B, dscp=SETTINGS.roce.dscp, ecn=ecn,
+    headers = codec.Headers(MAC_A, MAC_B, IP_A, IP_B, dscp=SETTINGS.roce.dscp, ecn=ecn,
                            sport=SPORT)
-    return wire.data_frame(headers, 0x800, psn, 0x07, MTU, ackreq=ackreq)  # WRITE middle
+    return codec.data_frame(headers, 0x800, psn, 0x07, MTU, ackreq=ackreq)  # WRITE middle
 
 
 def cnp_for_sender() -> bytes:
-    headers = wire.Headers(MAC_B, MAC_A, IP_B, IP_A, dscp=SETTINGS.cnp.dscp, ecn=0,
+    headers = codec.Headers(MAC_B, MAC_A, IP_B, IP_A, dscp=SETTINGS.cnp.dscp, ecn=0,
                            sport=SPORT)
-    return wire.cnp_frame(headers, 0x100)
+    return codec.cnp_frame(headers, 0x100)
 
 
 def cnp_until_cut(nic: Nic, t: float) -> float:
@@ -208,7 +210,7 @@ def test_data_and_acks_carry_the_settings_marking():
     tos = {i: {f[15] for _, j, f in loop.sent if j == i} for i in (0, 1)}
     assert tos == {0: {SETTINGS.roce.dscp << 2 | ECT0},  # data: the RoCE class, ECT(0)
                    1: {SETTINGS.roce.dscp << 2}}  # ACKs: the RoCE class, not ECT
-    assert all(packets.verify_icrc(f) for _, _, f in loop.sent)
+    assert all(roce.verify_icrc(f) for _, _, f in loop.sent)
 
 
 def test_unpaced_sender_fills_the_line():
@@ -270,7 +272,7 @@ def test_a_lost_last_packet_is_acked_up_to_the_gap_by_the_timer_and_resent_on_ti
     last = (0xFFFFF0 + 5) % (1 << 24)
 
     def drop_last_once(src: int, frame: bytes, t: float) -> bytes | None:
-        if src == 0 and wire.parse(frame).psn == last and not dropped:
+        if src == 0 and codec.parse(frame).psn == last and not dropped:
             dropped.append(t)
             return None
         return frame
@@ -301,7 +303,7 @@ def test_responder_acks_every_16_packets_and_the_last():
     loop = Loop(a, b)
     loop.run(until=1.0)
     data = [f.psn for _, f in data_frames(loop)]
-    acks = [f.psn for _, f in loop.frames(1, wire.ACK_OPCODE)]
+    acks = [f.psn for _, f in loop.frames(1, codec.ACK_OPCODE)]
     assert acks == [data[15], data[31], data[39]]
     assert b.receivers[0x800].rc.stats.acks_sent == 3
 
@@ -317,8 +319,8 @@ def test_the_coalescing_timer_acks_what_neither_count_nor_ackreq_did():
     nic.poll(due - 1e-9)
     assert nic.dequeue(due - 1e-9) is None
     nic.poll(due)
-    ack = wire.parse(nic.dequeue(due))
-    assert (ack.opcode, ack.psn, ack.aeth >> 29) == (wire.ACK_OPCODE, 0xFFFFF2, 0)
+    ack = codec.parse(nic.dequeue(due))
+    assert (ack.opcode, ack.psn, ack.aeth >> 29) == (codec.ACK_OPCODE, 0xFFFFF2, 0)
     assert nic.next_wake(due) is None
 
 
@@ -330,7 +332,7 @@ def test_a_lost_frame_gives_one_nak_and_go_back_n():
     dropped = []
 
     def drop_once(src: int, frame: bytes, t: float) -> bytes | None:
-        parsed = wire.parse(frame)
+        parsed = codec.parse(frame)
         if src == 0 and not dropped and parsed.psn == (0xFFFFF0 + lost) % (1 << 24):
             dropped.append(t)
             return None
@@ -373,8 +375,8 @@ def test_xoff_holds_data_and_acks_but_not_cnps_and_xon_resumes():
     paused_at = nic.wire_free
     assert nic.receive(pfc(roce, 0xFFFF), paused_at) is True
     assert nic.receive(peer_data(0xFFFFF0, ecn=CE, ackreq=True), paused_at) is True
-    cnp = wire.parse(nic.dequeue(paused_at))  # a CNP: its own class, not paused
-    assert cnp.opcode == wire.CNP_OPCODE and cnp.dqpn == 0x100
+    cnp = codec.parse(nic.dequeue(paused_at))  # a CNP: its own class, not paused
+    assert cnp.opcode == codec.CNP_OPCODE and cnp.dqpn == 0x100
     t = nic.wire_free
     assert nic.dequeue(t) is None  # the ACK and the data wait
     quantum_s = 512 / LINE
@@ -382,10 +384,10 @@ def test_xoff_holds_data_and_acks_but_not_cnps_and_xon_resumes():
     resume = t + 100 * quantum_s
     assert nic.dequeue(resume - 1e-12) is None
     assert nic.receive(pfc(roce, 0), resume) is True  # XON
-    ack = wire.parse(nic.dequeue(resume))
-    assert ack.opcode == wire.ACK_OPCODE and ack.psn == 0xFFFFF0
-    data = wire.parse(nic.dequeue(nic.wire_free))
-    assert data.opcode not in (wire.ACK_OPCODE, wire.CNP_OPCODE) and data.dqpn == 0x800
+    ack = codec.parse(nic.dequeue(resume))
+    assert ack.opcode == codec.ACK_OPCODE and ack.psn == 0xFFFFF0
+    data = codec.parse(nic.dequeue(nic.wire_free))
+    assert data.opcode not in (codec.ACK_OPCODE, codec.CNP_OPCODE) and data.dqpn == 0x800
     results = nic.results(0.0, resume, timed_out=False)
     assert results["pfc_received"] == {"xoff": 1, "xon": 1, "pause": 0}
     assert results["paused_s"] == pytest.approx(resume - paused_at)
@@ -416,7 +418,7 @@ def test_ce_marks_make_at_most_one_cnp_per_interval():
         t = k * step
         nic.receive(peer_data((0xFFFFF0 + k) % (1 << 24), ecn=CE if k != 4 else ECT0), t)
         while (frame := nic.dequeue(t)) is not None:
-            if wire.parse(frame).opcode == wire.CNP_OPCODE:
+            if codec.parse(frame).opcode == codec.CNP_OPCODE:
                 assert frame[15] == SETTINGS.cnp.dscp << 2  # the CNP class, not ECT
                 cnps.append(k)
     # first mark at once; then the first mark at least one interval after the last CNP
@@ -431,7 +433,7 @@ def test_no_dcqcn_no_cnps():
     for k in range(5):
         nic.receive(peer_data((0xFFFFF0 + k) % (1 << 24), ecn=CE), k * 1e-3)
         while (frame := nic.dequeue(k * 1e-3)) is not None:
-            assert wire.parse(frame).opcode == wire.ACK_OPCODE
+            assert codec.parse(frame).opcode == codec.ACK_OPCODE
 
 
 def test_a_cnp_cuts_the_rate_and_re_times_the_pending_send():
@@ -561,7 +563,7 @@ def test_late_credit_never_reaches_back_before_the_ack_that_opened_the_window():
     first = nic.dequeue(0.0)
     assert nic.dequeue(1e-3) is None  # one packet in flight: the window is shut
     acked_at = 1e-3
-    ack = wire.ack_frame(wire.Headers(MAC_B, MAC_A, IP_B, IP_A, dscp=SETTINGS.roce.dscp,
+    ack = codec.ack_frame(codec.Headers(MAC_B, MAC_A, IP_B, IP_A, dscp=SETTINGS.roce.dscp,
                                       ecn=0, sport=SPORT), 0x100, 0xFFFFF0, 1)
     assert nic.receive(ack, acked_at) is True
     second = nic.dequeue(acked_at + frame_s(first) / 2)
@@ -604,7 +606,7 @@ def test_receive_leaves_what_is_not_its_own_to_the_host():
     nic = both_ways()
     arp = bytes.fromhex("ffffffffffff" + MAC_B.replace(":", "") + "0806") + bytes(28)
     assert nic.receive(arp, 0.0) is False
-    stranger = wire.data_frame(wire.Headers(MAC_B, MAC_A, IP_B, IP_A, dscp=0, ecn=0,
+    stranger = codec.data_frame(codec.Headers(MAC_B, MAC_A, IP_B, IP_A, dscp=0, ecn=0,
                                             sport=SPORT), 0x999, 0, 0x07, MTU, ackreq=False)
     assert nic.receive(stranger, 0.0) is False
     assert nic.receive(pfc(SETTINGS.roce.priority, 5), 0.0) is True
@@ -627,10 +629,10 @@ def test_an_after_flow_sends_each_message_once_the_gating_flow_delivered_one():
     assert nic.dequeue(0.0) is not None  # the first message is posted from the start
     t = nic.wire_free
     assert nic.dequeue(t) is None
-    headers = wire.Headers(MAC_B, MAC_A, IP_B, IP_A, dscp=0, ecn=0, sport=SPORT)
-    nic.receive(wire.data_frame(headers, 0x800, 0xFFFFF0, 0x0A, MTU, ackreq=True,
+    headers = codec.Headers(MAC_B, MAC_A, IP_B, IP_A, dscp=0, ecn=0, sport=SPORT)
+    nic.receive(codec.data_frame(headers, 0x800, 0xFFFFF0, 0x0A, MTU, ackreq=True,
                                 reth=(0, MTU)), t)
-    assert wire.parse(nic.dequeue(t)).opcode == wire.ACK_OPCODE
+    assert codec.parse(nic.dequeue(t)).opcode == codec.ACK_OPCODE
     assert nic.dequeue(nic.wire_free) is not None  # the second message, now posted
 
 

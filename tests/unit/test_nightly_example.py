@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labs.topology import resolve
-from rocelab.cli import dotted, program
+from rocelab.labs.topology import resolve
+from rocelab.cli.program import dotted, program
 from tests import unseen_lab
 
 ROOT = Path(__file__).resolve().parents[2]

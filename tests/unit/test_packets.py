@@ -17,11 +17,10 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 from scapy.utils import checksum, wrpcap
 
-from traffic.packets import (
-    CE, DSCP_CNP, ECT0, ECT1, NOT_ECT, PFC_DST, Flow, NakCode, Opcode, classify, cnp,
-    ecn_of, gid_from_mac, icrc, is_pause, parse_pfc, pause_frame, pfc_frame, rc_ack, rc_nak,
-    rc_read_request, rc_send, rc_write, set_ecn, verify_icrc,
-)
+from rocelab.nic.roce import (CE, DSCP_CNP, ECT0, ECT1, NOT_ECT, PFC_DST, NakCode, Opcode,
+                              classify, ecn_of, icrc, is_pause, parse_pfc, verify_icrc)
+from rocelab.traffic.packets import (Flow, cnp, gid_from_mac, pause_frame, pfc_frame, rc_ack,
+                                     rc_nak, rc_read_request, rc_send, rc_write, set_ecn)
 
 MAC_A, MAC_B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
 V2_IP4 = Flow(MAC_A, MAC_B, "10.0.0.1", "10.0.0.2", sport=50001)

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from labs import topology
-from traffic import patterns
-from traffic.patterns import FlowSpec
+from rocelab.labs import topology
+from rocelab.traffic import patterns
+from rocelab.traffic.patterns import FlowSpec
 
 LAB = topology.load("roce-v2-leafspine")
 ADDRESSES = {"h1": "10.1.1.11", "h2": "10.1.1.12", "h3": "10.1.2.13", "h4": "10.1.2.14"}

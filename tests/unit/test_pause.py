@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.model.pause import MAX_QUANTA, PauseState, PfcSender, pause_seconds
-from fabric.model.scheduler import wire_rate_bps
-from traffic.packets import parse_pfc, pfc_frame
+from rocelab.fabric.model.pause import MAX_QUANTA, PauseState, PfcSender, pause_seconds
+from rocelab.fabric.model.scheduler import wire_rate_bps
+from rocelab.nic.roce import parse_pfc
+from rocelab.traffic.packets import pfc_frame
 
 SPEEDS = [(100_000, 335.5e-6), (10_000, 3.355e-3)]  # 0xFFFF quanta at S = 1
 

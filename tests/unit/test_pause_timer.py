@@ -1,4 +1,4 @@
-"""traffic.pause.PauseTimer: how a host obeys the PFC and PAUSE frames it receives, with
+"""nic.pause.PauseTimer: how a host obeys the PFC and PAUSE frames it receives, with
 injected times. (tests/unit/test_pause.py is the switch-side fabric.model.pause.)
 
 RATE = 2**19 b/s makes a quantum (512 bit times) exactly 2**-10 s, so 1024 quanta are
@@ -9,8 +9,11 @@ import pytest
 from scapy.contrib.mac_control import MACControlPause
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 
-from traffic import packets, wire
-from traffic.pause import PauseTimer
+from rocelab.traffic import packets
+
+from rocelab.nic import roce
+from rocelab.nic import codec
+from rocelab.nic.pause import PauseTimer
 
 MAC = "02:00:00:00:00:09"
 RATE = 2 ** 19
@@ -108,12 +111,12 @@ def test_a_pause_at_1_mbps_lasts_q_times_512_us():
 
 
 @pytest.mark.parametrize("frame", [
-    wire.data_frame(wire.Headers("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1",
+    codec.data_frame(codec.Headers("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1",
                                  "10.0.0.2", dscp=26, ecn=2, sport=0xC001),
                     1, 2, 0x0A, 64, ackreq=True, reth=(0, 64)),
     bytes(Ether(src=MAC, dst="ff:ff:ff:ff:ff:ff") / ARP()),
     # MAC Control, but neither PAUSE (0x0001) nor PFC (0x0101): opcode 0x0003
-    bytes(Ether(src=MAC, dst=packets.PFC_DST, type=0x8808)) + bytes([0, 3]) + bytes(44),
+    bytes(Ether(src=MAC, dst=roce.PFC_DST, type=0x8808)) + bytes([0, 3]) + bytes(44),
     b"",
     bytes(12),
 ], ids=["roce", "arp", "other mac control", "empty", "runt"])
@@ -168,9 +171,9 @@ def test_a_pfc_refresh_after_an_802_3x_pause_continues_the_account():
 
 
 def test_a_tagged_802_3x_pause_uses_its_own_pause_time():
-    frame = bytes(Ether(src=MAC, dst=packets.PFC_DST) / Dot1Q(vlan=0, prio=0, type=0x8808)
+    frame = bytes(Ether(src=MAC, dst=roce.PFC_DST) / Dot1Q(vlan=0, prio=0, type=0x8808)
                   / MACControlPause(pause_time=10))
-    assert packets.is_pause(frame)
+    assert roce.is_pause(frame)
     timer = PauseTimer(3, RATE)
     assert timer.on_frame(frame, 0.0)
     assert timer.until == 10 / 1024

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from checks import plots
+from rocelab.checks import plots
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 PORTS = ["Ethernet0", "Ethernet8"]

@@ -1,7 +1,7 @@
 """checks.roce: what a forwarding probe keeps of the switches' counters around it."""
 from __future__ import annotations
 
-from checks import roce
+from rocelab.checks import roce
 
 
 def port(rx: int, tx: int, pg3: int, q3: int) -> dict:

@@ -1,20 +1,12 @@
-"""RC transport state machines (traffic.rc): a Requester and a Responder driven against each
+"""RC transport state machines (nic.rc): a Requester and a Responder driven against each
 other through a tiny in-order wire that can drop chosen data PSNs or ACKs. Times are
 injected (binary fractions, so every sum is exact)."""
 from __future__ import annotations
 
 import pytest
 
-from traffic.rc import (
-    OPCODES,
-    PSN_MODULO,
-    Reply,
-    Requester,
-    Responder,
-    Segment,
-    psn_add,
-    psn_diff,
-)
+from rocelab.nic.rc import (OPCODES, PSN_MODULO, Reply, Requester, Responder, Segment, psn_add,
+                            psn_diff)
 
 WRAP = PSN_MODULO  # 2**24
 

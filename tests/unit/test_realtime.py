@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from fabric import realtime
+from rocelab.fabric import realtime
 
 
 @pytest.fixture

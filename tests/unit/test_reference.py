@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from checks import congestion
-from checks import reference as ref
-from checks.test_reference import pfc_quanta
-from fabric import afpacket
-from fabric.model.frames import pfc_frame
-from fabric.model.cable import DelayLine
-from fabric.model.scheduler import Lateness
-from labs import topology
-from traffic import endpoint
+from rocelab.checks import congestion
+from rocelab.checks import reference as ref
+from rocelab.checks.test_reference import pfc_quanta
+from rocelab.fabric import afpacket
+from rocelab.fabric.model.frames import pfc_frame
+from rocelab.fabric.model.cable import DelayLine
+from rocelab.fabric.model.scheduler import Lateness
+from rocelab.labs import topology
+from rocelab.nic import endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = ("ref-incast-40g", "ref-incast-100g", "ref-pfc-400g")

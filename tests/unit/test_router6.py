@@ -18,11 +18,11 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from fabric import config as fabric_config
-from fabric.config import Port, PortQos, Qos, StaticRoute, SwitchConfig, Vlan
-from fabric.model import Switch
-from fabric.model.frames import link_local6, mac_bytes
-from fabric.model.router6 import flow_hash6
+from rocelab.fabric import config as fabric_config
+from rocelab.fabric.config import Port, PortQos, Qos, StaticRoute, SwitchConfig, Vlan
+from rocelab.fabric.model import Switch
+from rocelab.fabric.model.frames import link_local6, mac_bytes
+from rocelab.fabric.model.router6 import flow_hash6
 
 RMAC = "02:52:4c:00:01:01"
 H1, H1_IP = "02:00:00:00:00:11", "2001:db8:1:1::11"  # Ethernet8

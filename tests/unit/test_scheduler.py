@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fabric.config import load
-from fabric.model.pause import PauseState
-from fabric.model.scheduler import (
-    SAI_DEFAULT, Discipline, Lateness, PortScheduler, disciplines, wire_rate_bps,
-)
+from rocelab.fabric.config import load
+from rocelab.fabric.model.pause import PauseState
+from rocelab.fabric.model.scheduler import (SAI_DEFAULT, Discipline, Lateness, PortScheduler,
+                                            disciplines, wire_rate_bps)
 
 LEAF1 = (Path(__file__).resolve().parents[2]
          / "topologies" / "roce-v2-leafspine" / "configs" / "leaf1" / "config_db.json")
@@ -287,7 +286,7 @@ def test_lateness_histogram_percentiles():
 def test_lateness_p99_is_a_tight_upper_bound(value_s):
     """Within one eighth of an octave: a verdict against one frame time must not fail on a
     histogram's rounding."""
-    from fabric.model.scheduler import Lateness
+    from rocelab.fabric.model.scheduler import Lateness
     late = Lateness()
     for _ in range(99):
         late.record(value_s)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from labs import lab as labs
-from labs import show
-from traffic import patterns
+from rocelab.labs import lab as labs
+from rocelab.labs import show
+from rocelab.traffic import patterns
 
 
 @pytest.fixture(scope="module")

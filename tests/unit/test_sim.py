@@ -8,15 +8,15 @@ import random
 
 import pytest
 
-from labs import lab as labs
-from labs import topology
-from labs.runtimes import sim
-from labs.runtimes.netns import LabError
-from labs.sim.engine import GC_YOUNG_THRESHOLD, PS, Engine, to_ps
-from labs.sim.hostconfig import SimError, host_config
-from labs.sim.wire import Wire, cable_delay_ps
+from rocelab.labs import lab as labs
+from rocelab.labs import topology
+from rocelab.labs.runtimes import sim
+from rocelab.labs.errors import LabError
+from rocelab.labs.sim.engine import GC_YOUNG_THRESHOLD, PS, Engine, to_ps
+from rocelab.labs.sim.hostconfig import SimError, host_config
+from rocelab.labs.sim.link import Wire, cable_delay_ps
 from tests.conftest import TOPOLOGIES
-from traffic import patterns
+from rocelab.traffic import patterns
 
 DEFAULT = TOPOLOGIES / "roce-v2-leafspine" / "roce-v2-leafspine.clab.yml"
 

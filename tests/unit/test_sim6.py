@@ -7,19 +7,20 @@ import ipaddress
 
 import pytest
 
-from fabric.model.frames import (
-    ETH_P_IPV6, ICMPV6_ECHO_REPLY, ICMPV6_ECHO_REQUEST, IPPROTO_ICMPV6, NA_SOLICITED, NDP_NA,
-    NDP_NS, ethernet_frame, icmpv6_message, icmpv6_valid, ipv6_packet, multicast_mac6,
-    neighbor_advertisement, neighbor_solicitation, parse_ndp, solicited_node6,
-)
-from labs import lab as labs
-from labs import topology
-from labs.sim.engine import Engine
-from labs.sim.host import ARP_TRIES, SimHost
-from labs.sim.hostconfig import SimError, host_config
-from labs.sim.wire import Wire
+from rocelab.fabric.model.frames import (ETH_P_IPV6, ICMPV6_ECHO_REPLY, ICMPV6_ECHO_REQUEST,
+                                         IPPROTO_ICMPV6, NA_SOLICITED, NDP_NA, NDP_NS,
+                                         ethernet_frame, icmpv6_message, icmpv6_valid,
+                                         ipv6_packet, multicast_mac6, neighbor_advertisement,
+                                         neighbor_solicitation, parse_ndp, solicited_node6)
+from rocelab.labs import lab as labs
+from rocelab.labs import topology
+from rocelab.labs.sim.engine import Engine
+from rocelab.labs.sim.host import ARP_TRIES, SimHost
+from rocelab.labs.sim.hostconfig import SimError, host_config
+from rocelab.labs.sim.link import Wire
 from tests.conftest import TOPOLOGIES
-from traffic import patterns, wire as roce_wire
+from rocelab.traffic import patterns
+from rocelab.nic import codec as roce_wire
 
 V6 = TOPOLOGIES / "roce-v6-leafspine" / "roce-v6-leafspine.clab.yml"
 PEER_MAC = bytes.fromhex("020000000099")

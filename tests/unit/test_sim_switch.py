@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.model.frames import mac_bytes, pfc_frame
-from fabric.model.pause import MAX_QUANTA, pause_seconds
-from labs.sim.engine import PS, Engine, to_ps
-from labs.sim.switch import SimSwitch
+from rocelab.fabric.model.frames import mac_bytes, pfc_frame
+from rocelab.fabric.model.pause import MAX_QUANTA, pause_seconds
+from rocelab.labs.sim.engine import PS, Engine, to_ps
+from rocelab.labs.sim.switch import SimSwitch
 from tests.unit.test_forwarding import H1
 from tests.unit.test_lossless import (
     H1_PORT, H2_PORT, RATE, learned, leaf1, pfc_quanta, udp_frame,

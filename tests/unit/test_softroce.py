@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from traffic import softroce
-from traffic.softroce import SoftRoceError, detect, parse_perftest, perftest_argv
+from rocelab.traffic import softroce
+from rocelab.traffic.softroce import SoftRoceError, detect, parse_perftest, perftest_argv
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "perftest"
 RELEASE = "6.1.0-18-amd64"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from labs import sonic, topology
-from labs.runtimes.netns import LabError
-from labs.sonic import LoadMode
+from rocelab.labs import sonic, topology
+from rocelab.labs.errors import LabError
+from rocelab.labs.sonic import LoadMode
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "containerlab"
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from labs import state as states
-from labs.state import AgentState, LabState
+from rocelab.labs import state as states
+from rocelab.labs.state import AgentState, LabState
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +91,7 @@ def test_a_process_is_known_by_pid_and_start_time():
 
 
 def test_agent_liveness_uses_the_start_time_not_the_command_line():
-    from labs.runtimes.netns import agent_alive
+    from rocelab.labs.runtimes.netns import agent_alive
     me = AgentState(node="leaf1", namespace="x", pid=os.getpid(),
                     started=states.process_start(os.getpid()), control="c", log="l")
     assert agent_alive(me)  # this process runs no fabric.agent: the start time says it all

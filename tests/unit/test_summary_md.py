@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from checks import summary_md
+from rocelab.checks import summary_md
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,7 +94,7 @@ def test_an_old_summary_without_the_new_keys_still_renders(tmp_path):
 
 
 FAKE_CHECKS = '''
-from checks.report import record_fidelity, record_plot, results_dir
+from rocelab.checks.report import record_fidelity, record_plot, results_dir
 
 def test_with_plot(request):
     png = results_dir(request.config) / "plots" / "q.png"
@@ -114,7 +114,7 @@ def test_report_plugin_records_plots_and_fidelity_and_writes_the_markdown(tmp_pa
     (tmp_path / "checks" / "test_fake.py").write_text(FAKE_CHECKS)
     results = tmp_path / "results"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(tmp_path / "checks"), "-p", "checks.report",
+        [sys.executable, "-m", "pytest", str(tmp_path / "checks"), "-p", "rocelab.checks.report",
          "-p", "no:cacheprovider", "--results", str(results), "-q", "--rootdir",
          str(tmp_path)],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from traffic.tcp_baseline import (TcpBaselineError, TcpFlow, TcpIncast, client_argv,
-                                  dscp_to_tos, parse_client, server_argv)
+from rocelab.traffic.tcp_baseline import (TcpBaselineError, TcpFlow, TcpIncast, client_argv,
+                                          dscp_to_tos, parse_client, server_argv)
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "iperf3"
 

@@ -4,8 +4,8 @@ starts a refresh, an XON ends it, a next hop being resolved retries, a resolved 
 a port going down forgets its neighbours."""
 from __future__ import annotations
 
-from fabric.model.pause import MAX_QUANTA, pause_seconds
-from fabric.model.router import ARP_LIFETIME_S, ARP_RETRY_S
+from rocelab.fabric.model.pause import MAX_QUANTA, pause_seconds
+from rocelab.fabric.model.router import ARP_LIFETIME_S, ARP_RETRY_S
 from tests.unit.test_forwarding import (
     H1, H1_IP, H3_IP, NEXTHOPS, RMAC, SPINE_MAC, SPINE_PORT, arp, expected_spine,
     leaf1 as routed_leaf1, udp,

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from labs import topology
-from labs.topology import Endpoint, TopologyError
+from rocelab.labs import topology
+from rocelab.labs.topology import Endpoint, TopologyError
 from tests.conftest import TOPOLOGIES
 
 

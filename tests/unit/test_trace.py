@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from checks.plots import load_trace
-from fabric.trace import MIN_MAX_BYTES, Trace, TracePathError, open_trace_file
-from fabric.model.frames import mac_bytes, pfc_frame
+from rocelab.checks.plots import load_trace
+from rocelab.fabric.trace import MIN_MAX_BYTES, Trace, TracePathError, open_trace_file
+from rocelab.fabric.model.frames import mac_bytes, pfc_frame
 from tests.unit.test_lossless import (
     FRAME, H1, H1_PORT, H2_PORT, RATE, blast_until_pfc, learned, leaf1, udp_frame,
 )

@@ -2,10 +2,10 @@
 hurt it, computed from a lab's files."""
 from __future__ import annotations
 
-from checks import congestion as cg
-from checks import victim as vm
-from fabric.config import port_name
-from labs import lab as labs
+from rocelab.checks import congestion as cg
+from rocelab.checks import victim as vm
+from rocelab.fabric.config import port_name
+from rocelab.labs import lab as labs
 
 
 def scenario(name: str) -> tuple[cg.Incast, vm.Victim | None]:

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from fabric.config import PfcWatchdog
-from fabric.model.pause import MAX_QUANTA, PauseState
-from fabric.model.scheduler import Discipline, PortScheduler
-from fabric.model.watchdog import RESTORE, STORM, QueueWatchdog, WatchdogEvent
+from rocelab.fabric.config import PfcWatchdog
+from rocelab.fabric.model.pause import MAX_QUANTA, PauseState
+from rocelab.fabric.model.scheduler import Discipline, PortScheduler
+from rocelab.fabric.model.watchdog import RESTORE, STORM, QueueWatchdog, WatchdogEvent
 
 PFC_EVERY = 0.01  # the storming peer sends a PFC frame every 10 ms
 

@@ -6,10 +6,12 @@ import random
 
 import pytest
 
-from fabric.config import WredColor, WredProfile
-from fabric.model import frames as f
-from fabric.model.wred import CE, DROP, ECT0, ECT1, MARK, NOT_ECT, PASS, Wred, ecn_field, mark_ce
-from traffic.packets import Flow, ecn_of, rc_send, set_ecn, verify_icrc
+from rocelab.fabric.config import WredColor, WredProfile
+from rocelab.fabric.model import frames as f
+from rocelab.fabric.model.wred import (CE, DROP, ECT0, ECT1, MARK, NOT_ECT, PASS, Wred,
+                                       ecn_field, mark_ce)
+from rocelab.traffic.packets import Flow, rc_send, set_ecn
+from rocelab.nic.roce import ecn_of, verify_icrc
 
 GREEN = WredColor(enable=True, min_threshold=100_000, max_threshold=300_000, drop_probability=20)
 

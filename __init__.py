@@ -1,0 +1,8 @@
+"""rocelab: the one import name the project installs.
+
+This folder, the repository's root, is the ``rocelab`` package: each top-level folder that
+holds code is one of its subpackages, one floor of the house (``fabric``, ``nic``, ``labs``,
+``traffic``, ``checks``, ``cli``; docs/architecture.md). pyproject.toml maps the package to
+this folder, so an installed rocelab adds nothing to site-packages but ``rocelab``, and the
+modules reach each other by relative imports that read the same in a checkout and installed.
+"""

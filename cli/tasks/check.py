@@ -1,0 +1,54 @@
+"""``check``: run the checks against a lab, and say in the exit code what the run showed
+(``checks.outcome``: 0 passed, 1 failed, 3 inconclusive, 2 usage or input error)."""
+from __future__ import annotations
+
+from invoke import Exit, task
+
+from .common import (INCONCLUSIVE, PASSED, REUSE_HELP, USAGE, USER_ERRORS, console,
+                     checked_jitter_ns, fail, interrupted)
+
+
+@task(help={"name": "lab folder, .clab.yml path, or lab name (./topologies/NAME); brought up "
+                    "and down again if it is not running",
+            "k": "only the checks matching this pytest -k expression",
+            "results": "results folder (default: a new ./results/<lab>-<YYYYmmdd-HHMMSS>[-N]/); "
+                       "refused when not empty unless --overwrite",
+            "overwrite": "replace the previous run's results in --results",
+            "reuse": REUSE_HELP,
+            "runtime": "netns (default: the live lab), containerlab, or sim (virtual time, "
+                       "no root needed)",
+            "time_scale": "sim only: S (default 1: real line rate)",
+            "seed": "sim only: the seed of every random choice (default 0)",
+            "jitter_ns": "sim only: mean timing jitter per frame per hop, fabric ns (default "
+                         "0: exact clocks)"})
+def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="netns",
+          time_scale=1.0, seed=0, jitter_ns=0.0):
+    """Run the checks against a lab: [PASS]/[FAIL] per check, junit.xml, summary.json and
+    summary.md. Exit 0 all passed, 1 a check failed, 3 inconclusive, 2 usage or input error."""
+    from ...checks import outcome
+    from ...checks import run as checks
+    if runtime not in ("netns", "containerlab", "sim"):
+        raise fail(f"--runtime {runtime!r}: say netns, containerlab or sim")
+    extra = ["--time-scale", str(float(time_scale)), "--seed", str(int(seed)),
+             "--jitter-ns", str(checked_jitter_ns(jitter_ns))] if runtime == "sim" else []
+    try:
+        code, folder = checks.run(name, k=k or None, results=results or None,
+                                  say=console.print, reuse=reuse, overwrite=overwrite,
+                                  runtime=runtime, extra=extra)
+    except USER_ERRORS as e:
+        raise fail(e) from None
+    except KeyboardInterrupt as e:
+        raise interrupted(e, "the checks stopped after their teardown; every lab the run "
+                             "brought up is down (summary.json says incomplete)") from None
+    if code == USAGE:
+        raise Exit("rocelab: pytest refused the run (a usage error, or no check matched -k); "
+                   f"evidence in {folder}", code=USAGE)
+    if code == INCONCLUSIVE:
+        summary = outcome.summary_of(folder) or {}
+        reasons = [r for c_ in summary.get("checks") or [] if (r := outcome.undecided(c_))]
+        first = f" ({reasons[0]})" if reasons else ""
+        raise Exit(f"rocelab: checks inconclusive (exit {code}): {len(reasons)} check(s) could "
+                   f"not decide{first}; a check that lost fidelity decides with --runtime sim "
+                   f"or a larger S; evidence in {folder}", code=code)
+    if code != PASSED:
+        raise Exit(f"rocelab: checks failed (exit {code}); evidence in {folder}", code=code)

@@ -1,0 +1,305 @@
+"""Capture on every wire of a lab at once, from one process, both directions.
+
+Each AF_PACKET socket is created inside the namespace of the node it listens for (a socket
+stays bound to the namespace it was born in), by a short-lived thread that enters that
+namespace: ``setns`` moves only the calling thread, so the rest of the process never leaves
+its own namespace. One reader thread then serves all sockets and records what matches, with
+the node, the interface and the direction as that node saw it.
+
+    with Capture(lab, match=lambda f: NONCE in f, pcap_dir=Path("evidence")) as cap:
+        send()
+        cap.wait_quiet()
+    sightings = cap.frames()
+"""
+from __future__ import annotations
+
+import os
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, TypeVar
+
+from pyroute2 import netns
+from scapy.packet import Raw
+from scapy.utils import PcapNgWriter
+
+from ..fabric import afpacket
+from .lab import Lab
+from .errors import LabError
+from ..nic.roce import RoceInfo, classify
+
+T = TypeVar("T")
+Direction = Literal["in", "out"]
+Match = Callable[[bytes], bool]
+
+BATCH = 64  # frames drained from one socket before the reader looks at the others
+DLT_EN10MB = 1  # pcap link type: Ethernet
+PCAPNG_DIRECTION = {"in": 1, "out": 2}  # pcapng EPB flags: inbound, outbound
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """One frame as one node saw it on one wire: ``in`` = received, ``out`` = sent."""
+
+    node: str
+    iface: str
+    direction: Direction
+    time: float  # when the kernel saw it, on the time.monotonic() scale
+    frame: bytes  # as on the wire (802.1Q tag inline), without FCS
+    info: RoceInfo | None  # packets.classify: None when not RoCE
+    pcp: int | None  # from the 802.1Q tag; None when untagged
+    vid: int | None
+
+    @classmethod
+    def of(cls, node: str, iface: str, direction: Direction, when: float,
+           frame: bytes) -> Sighting:
+        pcp, vid = vlan_tag(frame)
+        return cls(node, iface, direction, when, frame, classify(frame), pcp, vid)
+
+    @property
+    def port(self) -> str:
+        return f"{self.node}:{self.iface}"
+
+
+def vlan_tag(frame: bytes) -> tuple[int | None, int | None]:
+    """(PCP, VID) of the frame's outer 802.1Q tag, (None, None) when untagged."""
+    if len(frame) < 16 or frame[12:14] != b"\x81\x00":
+        return None, None
+    (tci,) = struct.unpack_from("!H", frame, 14)
+    return tci >> 13, tci & 0x0FFF
+
+
+def run_in_netns(namespace: str, fn: Callable[[], T]) -> T:
+    """``fn()`` on a fresh thread that entered ``namespace`` first; the thread then ends,
+    so no thread of this process is left in a foreign namespace."""
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            netns.setns(namespace, flags=0)  # flags=0: never create a missing namespace
+            result.append(fn())
+        except BaseException as e:  # handed to the caller's thread
+            error.append(e)
+
+    thread = threading.Thread(target=body, name=f"netns-{namespace}")
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def open_sockets(namespace: str, ifaces: list[str], *, timestamps: bool = False,
+                 bpf: list[tuple[int, int, int, int]] | None = None) -> list[socket.socket]:
+    """AF_PACKET sockets on ``ifaces`` of ``namespace``, seeing both directions; all or
+    none."""
+    def open_all() -> list[socket.socket]:
+        socks: list[socket.socket] = []
+        try:
+            for iface in ifaces:
+                socks.append(afpacket.open_socket(iface, timestamps=timestamps, bpf=bpf))
+        except OSError:
+            for sock in socks:
+                sock.close()
+            raise
+        return socks
+
+    return run_in_netns(namespace, open_all)
+
+
+class NsPcapNgWriter(PcapNgWriter):
+    """pcapng with nanosecond timestamps (``if_tsresol`` 9 on every interface): scapy's
+    writer stores microseconds, which would merge a simulated 100G link's frames (86 ns
+    apart) and round a live capture's kernel stamps."""
+
+    def __init__(self, filename: str) -> None:
+        super().__init__(filename)
+        self.tsresol = 10**9
+
+    def _write_block_idb(self, linktype: int, ifname: bytes | None = None) -> None:
+        endian = self.endian
+        opts = b""
+        if ifname is not None:
+            opts += struct.pack(endian + "HH", 2, len(ifname)) + self._add_padding(ifname)
+        opts += struct.pack(endian + "HHB3x", 9, 1, 9)  # if_tsresol: 10^-9 s
+        opts += struct.pack(endian + "HH", 0, 0)
+        body = struct.pack(endian + "HHI", linktype, 0, 262144)
+        self.f.write(self.build_block(struct.pack(endian + "I", 1), body, options=opts))
+
+
+class PcapFiles:
+    """One pcapng file per (node, iface), both directions in it, each frame flagged
+    inbound or outbound (classic pcap cannot say which), named ``<node>-<iface>.pcapng``,
+    stamped to the nanosecond (wall time live, simulated time in virtual time)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self._writers: dict[tuple[str, str], NsPcapNgWriter] = {}
+
+    def path(self, node: str, iface: str) -> Path:
+        return self.folder / f"{node}-{iface}.pcapng"
+
+    def write(self, node: str, iface: str, direction: Direction, time_ns: int,
+              frame: bytes) -> None:
+        writer = self._writers.get((node, iface))
+        if writer is None:
+            writer = self._writers[node, iface] = NsPcapNgWriter(str(self.path(node, iface)))
+            writer.linktype = DLT_EN10MB  # scapy cannot infer it from raw bytes
+            writer.write_header(None)
+        pkt = Raw(frame)  # raw: the file holds the exact bytes, not a scapy rebuild
+        pkt.time = Fraction(time_ns, 10**9)  # exact under the writer's int(time * 10^9)
+        pkt.direction = PCAPNG_DIRECTION[direction]
+        pkt.sniffed_on = f"{node}:{iface}"
+        writer.write_packet(pkt)
+
+    def close(self) -> list[Path]:
+        """Flush and close; the files written."""
+        for writer in self._writers.values():
+            writer.close()
+        paths = [self.path(node, iface) for node, iface in self._writers]
+        self._writers.clear()
+        return paths
+
+
+@dataclass
+class _Tap:
+    node: str
+    iface: str
+    sock: socket.socket
+    kernel_drops: int = 0
+
+
+class Capture:
+    """Records the frames ``match`` accepts (all by default) on the lab's wires.
+
+    ``where`` limits it to some (node, iface) pairs; by default every wired interface of
+    every node, hosts and switches. With ``pcap_dir`` the recorded frames also go to one
+    pcapng file per interface, for Wireshark.
+    """
+
+    def __init__(self, lab: Lab, *, where: Iterable[tuple[str, str]] | None = None,
+                 pcap_dir: Path | None = None, match: Match | None = None,
+                 bpf: list[tuple[int, int, int, int]] | None = None) -> None:
+        self.lab = lab
+        self.where = list(where) if where is not None else [
+            (node, iface) for node in lab.topology.nodes
+            for iface in lab.topology.interfaces(node)]
+        self.pcap = PcapFiles(pcap_dir) if pcap_dir is not None else None
+        self.match = match
+        self.bpf = bpf  # a kernel-side prefilter (``afpacket.dst_mac_filter``); match still applies
+        self._taps: list[_Tap] = []
+        self._records: list[tuple[_Tap, Direction, float, bytes]] = []
+        self._last = 0.0  # monotonic time of the last recorded frame
+        self._cond = threading.Condition()
+        self._sel = selectors.DefaultSelector()
+        self._wakeup_r, self._wakeup_w = os.pipe()
+        self._reader: threading.Thread | None = None
+        self._wall_offset = time.time() - time.monotonic()
+
+    def __enter__(self) -> Capture:
+        try:
+            self._open()
+        except BaseException:
+            self._close()
+            raise
+        self._reader = threading.Thread(target=self._read_loop, name="capture", daemon=True)
+        self._reader.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._reader is not None:
+            os.write(self._wakeup_w, b"x")
+            self._reader.join()
+        self._close()
+
+    def _open(self) -> None:
+        by_node: dict[str, list[str]] = {}
+        for node, iface in self.where:
+            by_node.setdefault(node, []).append(iface)
+        for node, ifaces in by_node.items():
+            namespace = self.lab.state.namespaces.get(node)
+            if namespace is None:
+                raise LabError(f"lab {self.lab.name} has no node {node!r}")
+            socks = open_sockets(namespace, ifaces, timestamps=True, bpf=self.bpf)
+            for iface, sock in zip(ifaces, socks):
+                tap = _Tap(node, iface, sock)
+                self._taps.append(tap)
+                self._sel.register(sock, selectors.EVENT_READ, tap)
+        self._sel.register(self._wakeup_r, selectors.EVENT_READ, None)
+
+    def _close(self) -> None:
+        for tap in self._taps:
+            tap.kernel_drops += afpacket.statistics(tap.sock)[1]
+            tap.sock.close()
+        self._sel.close()
+        os.close(self._wakeup_r)
+        os.close(self._wakeup_w)
+        if self.pcap is not None:
+            self.pcap.close()
+
+    def _read_loop(self) -> None:
+        while True:
+            for key, _ in self._sel.select():
+                if key.data is None:
+                    return
+                self._drain(key.data)
+
+    def _drain(self, tap: _Tap) -> None:
+        """Frames time-stamped by the kernel: this loop reads sockets in whatever order
+        they became ready, not in the order frames crossed the wires."""
+        for _ in range(BATCH):
+            got = afpacket.recv_stamped(tap.sock)
+            if got is None:
+                return
+            frame, pkttype, stamp = got
+            if self.match is not None and not self.match(frame):
+                continue
+            now = time.monotonic()
+            when = now if stamp is None else stamp - self._wall_offset
+            direction: Direction = "out" if pkttype == socket.PACKET_OUTGOING else "in"
+            if self.pcap is not None:
+                self.pcap.write(tap.node, tap.iface, direction,
+                                round((when + self._wall_offset) * 1e9), frame)
+            with self._cond:
+                self._records.append((tap, direction, when, frame))
+                self._last = now
+                self._cond.notify_all()
+
+    def frames(self, match: Match | None = None) -> list[Sighting]:
+        """What was recorded so far (and ``match`` accepts), in the order the kernel saw it."""
+        with self._cond:
+            records = sorted(self._records, key=lambda r: r[2])
+        return [Sighting.of(tap.node, tap.iface, direction, when, frame)
+                for tap, direction, when, frame in records
+                if match is None or match(frame)]
+
+    def wait_quiet(self, quiet: float = 0.2, timeout: float = 3.0) -> bool:
+        """Return once no frame was recorded for ``quiet`` seconds (True), or at
+        ``timeout`` (False): frames still in flight when a fixed sleep ends would be
+        missed, a quiet wire says the fabric is done with them."""
+        start = time.monotonic()
+        deadline = start + timeout
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                quiet_at = max(self._last, start) + quiet
+                if now >= quiet_at:
+                    return True
+                if now >= deadline:
+                    return False
+                self._cond.wait(min(quiet_at, deadline) - now)
+
+    def kernel_drops(self) -> int:
+        """Frames the kernel dropped before this capture could read them: nonzero means
+        the sightings are incomplete. Final once the capture is closed."""
+        return sum(tap.kernel_drops for tap in self._taps)

@@ -1,0 +1,175 @@
+"""RoCEv2 frames for the endpoint's hot path, built and parsed with struct (no scapy).
+
+A frame is Ethernet / IPv4 (DF, ID 0) or IPv6 (flow label 0) / UDP (checksum 0, as rxe
+sends) / BTH / [RETH | AETH | CNP padding] / payload padded to 4 bytes / ICRC. The family
+follows the addresses. The Ethernet, IP and UDP headers depend only on the flow, the class
+and the length, so ``Headers`` keeps them per length.
+``tests/unit/test_codec.py`` checks every kind byte for byte against ``traffic.packets``
+(scapy), so the two cannot drift apart.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+from typing import NamedTuple
+
+from .roce import AETH_CREDITS_INVALID, ROCE_V2_PORT, icrc
+from .rc import RETH_OPCODES
+
+ETH = struct.Struct("!6s6sH")
+IPV4 = struct.Struct("!BBHHHBBH4s4s")
+IPV6 = struct.Struct("!IHBB16s16s")  # version/traffic class/flow label, payload length, ...
+UDP = struct.Struct("!HHHH")
+BTH = struct.Struct("!BBHII")
+RETH = struct.Struct("!QII")
+AETH = struct.Struct("!I")
+HEADERS_LEN = ETH.size + IPV4.size + UDP.size
+BTH_AT = HEADERS_LEN
+HEADERS6_LEN = ETH.size + IPV6.size + UDP.size
+BTH6_AT = HEADERS6_LEN
+ETH_P_IPV4 = 0x0800
+ETH_P_IPV6 = 0x86DD
+ICRC_LEN = 4
+# a data frame's bytes besides its payload: Ethernet, IPv4, UDP, BTH, RETH, ICRC
+FRAME_OVERHEAD = ETH.size + IPV4.size + UDP.size + BTH.size + RETH.size + ICRC_LEN
+CNP_PADDING = 16
+ACK_OPCODE = 0x11
+CNP_OPCODE = 0x81
+NAK_PSN_SEQUENCE = 0x60  # AETH syndrome 0b011 + code 0
+PKEY_DEFAULT = 0xFFFF
+REMOTE_VADDR = 0x10000  # where a WRITE lands in the responder's (notional) memory region
+RKEY = 0x1234
+
+
+def mac_bytes(mac: str) -> bytes:
+    return bytes.fromhex(mac.replace(":", ""))
+
+
+def ipv4_checksum(header: bytes) -> int:
+    total = sum(struct.unpack("!10H", header))
+    total = (total & 0xFFFF) + (total >> 16)
+    total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+class Headers:
+    """Ethernet/IP/UDP for one direction of one QP in one class (DSCP, ECN); IPv6 when the
+    addresses are (the TTL is then the hop limit, the TOS the traffic class)."""
+
+    def __init__(self, src_mac: str, dst_mac: str, src_ip: str, dst_ip: str, *, dscp: int,
+                 ecn: int, sport: int, ttl: int = 64) -> None:
+        self.ipv6 = ":" in dst_ip
+        family = socket.AF_INET6 if self.ipv6 else socket.AF_INET
+        self.eth = ETH.pack(mac_bytes(dst_mac), mac_bytes(src_mac),
+                            ETH_P_IPV6 if self.ipv6 else ETH_P_IPV4)
+        self.src = socket.inet_pton(family, src_ip)
+        self.dst = socket.inet_pton(family, dst_ip)
+        self.tos = dscp << 2 | ecn
+        self.sport = sport
+        self.ttl = ttl
+        self._by_length: dict[int, bytes] = {}
+
+    def for_transport(self, length: int) -> bytes:
+        """The 42 (IPv6: 62) header bytes in front of ``length`` bytes of BTH onwards (ICRC
+        included)."""
+        cached = self._by_length.get(length)
+        if cached is None and self.ipv6:
+            ip6 = IPV6.pack(6 << 28 | self.tos << 20, 8 + length, 17, self.ttl, self.src,
+                            self.dst)
+            cached = self.eth + ip6 + UDP.pack(self.sport, ROCE_V2_PORT, 8 + length, 0)
+            self._by_length[length] = cached
+        elif cached is None:
+            ip = bytearray(IPV4.pack(0x45, self.tos, 20 + 8 + length, 0, 0x4000, self.ttl, 17,
+                                     0, self.src, self.dst))
+            struct.pack_into("!H", ip, 10, ipv4_checksum(bytes(ip)))
+            cached = self.eth + bytes(ip) + UDP.pack(self.sport, ROCE_V2_PORT, 8 + length, 0)
+            self._by_length[length] = cached
+        return cached
+
+
+def _frame(headers: Headers, opcode: int, dqpn: int, psn: int, ext: bytes, payload: int, *,
+           ackreq: bool = False, becn: bool = False) -> bytes:
+    pad = -payload % 4
+    transport_len = BTH.size + len(ext) + payload + pad + ICRC_LEN
+    frame = bytearray(headers.for_transport(transport_len))
+    frame += BTH.pack(opcode, pad << 4, PKEY_DEFAULT, becn << 30 | dqpn,
+                      ackreq << 31 | psn)
+    frame += ext
+    frame += bytes(payload + pad + ICRC_LEN)
+    frame[-ICRC_LEN:] = icrc(frame).to_bytes(4, "big")
+    return bytes(frame)
+
+
+def data_frame(headers: Headers, dqpn: int, psn: int, opcode: int, payload: int, *,
+               ackreq: bool, reth: tuple[int, int] | None = None) -> bytes:
+    """A SEND or WRITE packet with ``payload`` zero bytes; ``reth`` (offset, DMA length)
+    for a WRITE's first or only packet."""
+    ext = b"" if reth is None else RETH.pack(REMOTE_VADDR + reth[0], RKEY, reth[1])
+    return _frame(headers, opcode, dqpn, psn, ext, payload, ackreq=ackreq)
+
+
+def ack_frame(headers: Headers, dqpn: int, psn: int, msn: int, *, nak: bool = False) -> bytes:
+    """ACK (credits not given, as NICs send) or PSN-sequence-error NAK."""
+    syndrome = NAK_PSN_SEQUENCE if nak else AETH_CREDITS_INVALID
+    return _frame(headers, ACK_OPCODE, dqpn, psn, AETH.pack(syndrome << 24 | msn), 0)
+
+
+def cnp_frame(headers: Headers, dqpn: int) -> bytes:
+    """CNP: BECN set, 16 reserved bytes, PSN 0."""
+    return _frame(headers, CNP_OPCODE, dqpn, 0, bytes(CNP_PADDING), 0, becn=True)
+
+
+# bytes between the BTH and the payload, by opcode: RETH, AETH, the CNP's reserved bytes
+EXTENSION = {**dict.fromkeys(RETH_OPCODES, RETH.size), ACK_OPCODE: AETH.size,
+             CNP_OPCODE: CNP_PADDING}
+
+
+class Incoming(NamedTuple):
+    """What the endpoint needs of one received RoCEv2 frame."""
+
+    src_ip: bytes  # 4 bytes (IPv4) or 16 (IPv6)
+    ecn: int
+    opcode: int
+    dqpn: int
+    psn: int
+    ackreq: bool
+    payload: int  # bytes after BTH and extension headers, padding excluded
+    aeth: int | None  # syndrome << 24 | MSN, for ACK/NAK
+
+
+def parse(frame: bytes) -> Incoming | None:
+    """Decode an untagged IPv4 or IPv6 RoCEv2 frame (what hosts receive on access ports);
+    None for anything else (IPv6 extension headers included). The ICRC is not checked
+    here: the switch in between does not corrupt frames, and checks verify ICRCs on
+    captures."""
+    if frame[12:14] == b"\x86\xdd":
+        return _parse6(frame)
+    if len(frame) < HEADERS_LEN + BTH.size + ICRC_LEN or frame[12:14] != b"\x08\x00" \
+            or frame[14] != 0x45 or frame[23] != 17 \
+            or frame[36] << 8 | frame[37] != ROCE_V2_PORT:
+        return None
+    total = frame[16] << 8 | frame[17]
+    if ETH.size + total > len(frame):  # truncated: not a whole packet
+        return None
+    return _transport(frame, BTH_AT, total - 20, frame[26:30], frame[15] & 3)
+
+
+def _parse6(frame: bytes) -> Incoming | None:
+    if len(frame) < HEADERS6_LEN + BTH.size + ICRC_LEN or frame[14] >> 4 != 6 \
+            or frame[20] != 17 or frame[56] << 8 | frame[57] != ROCE_V2_PORT:
+        return None
+    udp_len = frame[18] << 8 | frame[19]  # payload length: UDP onwards
+    if ETH.size + 40 + udp_len > len(frame):
+        return None
+    return _transport(frame, BTH6_AT, udp_len, frame[22:38], frame[15] >> 4 & 3)
+
+
+def _transport(frame: bytes, bth_at: int, udp_len: int, src_ip: bytes, ecn: int) -> Incoming:
+    """BTH onwards, the IP layer read: ``udp_len`` counts the UDP header and everything
+    after it."""
+    opcode, flags, _, qp_word, psn_word = BTH.unpack_from(frame, bth_at)
+    ext = EXTENSION.get(opcode, 0)
+    payload = udp_len - 8 - BTH.size - ext - ICRC_LEN - (flags >> 4 & 3)
+    aeth = AETH.unpack_from(frame, bth_at + BTH.size)[0] if opcode == ACK_OPCODE else None
+    return Incoming(src_ip, ecn, opcode, qp_word & 0xFFFFFF, psn_word & 0xFFFFFF,
+                    bool(psn_word >> 31), payload, aeth)

@@ -1,0 +1,112 @@
+"""The per-QP records of ``nic.core.Nic``: a requester with its pacing state, a responder
+with its notification point, and the statistics each reports in the endpoint's results.
+
+Pure, like the NIC: times are arguments.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from . import codec
+from .dcqcn import NotificationPoint, ReactionPoint
+from .rc import Requester, Responder
+
+
+@dataclass
+class SendFlow:
+    """A requester QP and everything that paces it."""
+
+    name: str
+    qpn: int
+    peer_qpn: int
+    rc: Requester
+    headers: codec.Headers
+    rp: ReactionPoint | None
+    line_bps: float
+    after: str | None = None  # a receive flow whose messages gate this one's (all-reduce)
+    index: int = 0  # its place among the NIC's senders: ties in next_at go to the first
+    next_at: float = 0.0  # may send from then on
+    # when an ACK, a NAK or a post last let it send again after it could not (window,
+    # messages): late credit never counts a frame as started before that
+    unblocked_at: float = 0.0
+    last_sent: float | None = None  # start of the last frame sent (the pacing timeline)
+    last_bits: int = 0  # its size
+    paced_bps: float = 0.0  # the rate next_at was timed at (the NIC starts it at line rate)
+    started: float | None = None
+    finished: float | None = None
+    cnps: int = 0
+    rate_series: list[list[float]] = field(default_factory=list)
+    queued: int = 0  # the token of its entry among the NIC's ready QPs; 0: not there
+    rc_timer: float | None = None  # when the NIC's timer heap next looks at the RC timer
+    rp_timer: float | None = None  # ... and at DCQCN
+
+    def rate(self, now: float) -> float:
+        return self.line_bps if self.rp is None else self.rp.rate(now)
+
+    def retime(self, now: float) -> bool:
+        """Follow a rate change (None: none since the last look): re-time the pending gap
+        at the new rate, the last frame's bits from that frame's start (HPCC's
+        ``ChangeRate``). A cut never puts ``next_at`` before ``now`` (see ``nic.core``).
+        True if the rate changed."""
+        if self.rp is None:
+            return False
+        rate = self.rp.rate(now)
+        if rate == self.paced_bps:
+            return False
+        if self.last_sent is not None:
+            next_at = self.last_sent + self.last_bits / rate
+            self.next_at = max(next_at, now) if rate < self.paced_bps else next_at
+        self.paced_bps = rate
+        return True
+
+    def result(self, t0: float, now: float) -> dict:
+        stats, rc = self.rc.stats, self.rc
+        end = self.finished if self.finished is not None else now
+        elapsed = end - (self.started if self.started is not None else end)
+        return {
+            "name": self.name, "role": "sender", "qpn": self.qpn, "messages": rc.count,
+            "message_bytes": rc.size, "messages_done": stats.messages_done,
+            "bytes": stats.bytes_acked, "elapsed_s": elapsed,
+            "goodput_bps": stats.bytes_acked * 8 / elapsed if elapsed > 0 else 0.0,
+            "completion_s": _percentiles(stats.completion_s),
+            "packets_sent": stats.packets_sent, "payload_bytes_sent": stats.bytes_sent,
+            "retransmitted": stats.retransmitted, "naks_received": stats.naks_received,
+            "timeouts": stats.timeouts, "acks_received": stats.acks_received,
+            "cnps_received": self.cnps, "failed": rc.failed,
+            "rate_series": [[round(t - t0, 6), r] for t, r in self.rate_series],
+        }
+
+
+@dataclass
+class ReceiveFlow:
+    """A responder QP and its notification point."""
+
+    name: str
+    qpn: int
+    peer_qpn: int
+    rc: Responder
+    count: int  # messages expected
+    ack_headers: codec.Headers
+    cnp_headers: codec.Headers
+    np: NotificationPoint | None
+    ce_marked: int = 0
+    finished: float | None = None
+    ack_timer: float | None = None  # when the NIC's timer heap next looks at ACK coalescing
+
+    def result(self) -> dict:
+        s = self.rc.stats
+        return {"name": self.name, "role": "receiver", "qpn": self.qpn,
+                "messages": s.messages, "bytes": s.bytes, "packets": s.packets,
+                "duplicates": s.duplicates, "out_of_sequence": s.out_of_sequence,
+                "acks_sent": s.acks_sent, "naks_sent": s.naks_sent,
+                "ce_marked": self.ce_marked, "cnps_sent": self.np.cnps_sent if self.np else 0}
+
+
+def _percentiles(values: list[float]) -> dict:
+    if not values:
+        return {"p50": None, "p99": None, "max": None}
+    ordered = sorted(values)
+    return {"p50": statistics.median(ordered),
+            "p99": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+            "max": ordered[-1]}
