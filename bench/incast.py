@@ -29,8 +29,7 @@ from pathlib import Path
 from pyroute2 import NetNS
 
 from rocelab.fabric.client import fidelity
-from rocelab.labs import lab as labs
-from rocelab.labs.project import PROJECT_ROOT
+from rocelab.labs import live
 from rocelab.labs.topology import TIME_SCALE_LABEL
 from tests.conftest import copy_lab
 
@@ -79,10 +78,8 @@ def blast(lab, count: int, scale: float, timeout: float) -> dict[str, dict | str
     """Start every sender at once and collect their JSON reports (or why one failed)."""
     argv = [sys.executable, "-m", "rocelab.traffic.blast", "--dst-ip", H1_IP, "--count", str(count),
             "--size", str(FRAME), "--time-scale", f"{scale:g}"]
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    procs = {host: subprocess.Popen(lab.runtime.exec_argv(lab.state, host, argv),
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    cwd=PROJECT_ROOT, env=env)
+    procs = {host: lab.node(host).popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
              for host in SENDERS}
     reports: dict[str, dict | str] = {}
     deadline = time.monotonic() + timeout
@@ -156,12 +153,12 @@ def run_one(scale: float, folder: Path) -> dict:
     count = frames_per_sender(scale)
     expected = count * len(SENDERS)
     t0 = time.perf_counter()
-    lab = labs.up(str(copy_lab(folder, lab=LAB, edit=with_time_scale(scale))))
+    lab = live.up(str(copy_lab(folder, lab=LAB, edit=with_time_scale(scale))))
     try:
         for host in SENDERS:  # the switches resolve h1 before the burst, not during it
             if not lab.ping(host, "h1", H1_IP, count=1).ok:
                 raise RuntimeError(f"S={scale:g}: {host} cannot reach h1 before the incast")
-        h1 = lab.state.namespaces["h1"]
+        h1 = lab.namespace("h1")
         tx0, rx0 = bottleneck_tx(lab), rx_packets(h1, "eth1")
         t1 = time.perf_counter()
         senders = blast(lab, count, scale, timeout=DRAIN_S * 4 + 20)

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from rocelab.labs.project import PROJECT_ROOT
 from rocelab.labs.runtimes.netns import await_agent, in_namespace, stop_processes
 from rocelab.labs.state import AgentState
@@ -79,7 +79,7 @@ def measure(lab: str = "roce-v2-leafspine") -> dict:
         topo = load_topology(path)
         for i in range(RUNS):
             t = time.perf_counter()
-            handle = labs.up(str(path))
+            handle = live.up(str(path))
             up_times.append(time.perf_counter() - t)
             t = time.perf_counter()
             handle.down()

@@ -36,8 +36,8 @@ WALL_BUDGET_S = 600.0
 
 
 def _lab(path: Path):
-    from rocelab.labs import lab as labs
-    return labs.simulated(str(path))
+    from rocelab.labs.runtimes.sim import simulated
+    return simulated(str(path))
 
 
 def frame_hops(lab) -> int:

@@ -28,7 +28,10 @@ from rocelab.checks import congestion as cg
 from rocelab.checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
 from rocelab.labs import domains as l2
 from rocelab.labs import fingerprint
-from rocelab.labs import lab as labs
+from rocelab.labs.live import lab_name, running
+from rocelab.labs.lab import Lab
+from rocelab.labs.runtimes.sim import simulated
+from rocelab.labs.topology import table_notes
 from rocelab.labs import state as states
 from rocelab.labs import topology
 from rocelab.labs.topology import Topology
@@ -76,7 +79,7 @@ def _load_topology(config: pytest.Config) -> Topology | None:
     try:
         if config.getoption("runtime") == "sim":
             return topology.load(spec)
-        state = states.load(labs.lab_name(spec))
+        state = states.load(lab_name(spec))
         return topology.load(state.topology if state else spec)
     except Exception:  # noqa: BLE001 - reported by the lab fixture, with its real message
         return None
@@ -132,15 +135,15 @@ def _senders(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def lab(request) -> Iterator[labs.Lab]:
+def lab(request) -> Iterator[Lab]:
     spec = request.config.getoption("lab")
     if not spec:
         pytest.fail("no lab to check: give --lab NAME (or run `invoke check NAME`)",
                     pytrace=False)
     options = request.config.option
     try:
-        lab = labs.simulated(spec, options.time_scale, options.seed, options.jitter_ns * 1e-9) \
-            if options.runtime == "sim" else labs.running(spec)
+        lab = simulated(spec, options.time_scale, options.seed, options.jitter_ns * 1e-9) \
+            if options.runtime == "sim" else running(spec)
     except Exception as e:  # noqa: BLE001 - LabError, TopologyError: one line either way
         pytest.fail(str(e), pytrace=False)
     nodes, _links = lab.status()
@@ -154,7 +157,7 @@ def lab(request) -> Iterator[labs.Lab]:
                     pytrace=False)
     request.config.stash[LAB_INFO] = {
         "lab": lab.name, "runtime": lab.runtime_name, "topology": lab.topology_path,
-        "tables": labs.table_notes(lab.topology),
+        "tables": table_notes(lab.topology),
         "time_scale": max((lab.node_time_scale(n.name) for n in lab.topology.switches),
                           default=None),
         **({"seed": options.seed, "jitter_ns": options.jitter_ns,
@@ -181,7 +184,7 @@ def incast(lab) -> cg.Incast:
 def results(request) -> Path:
     folder = results_dir(request.config)
     if folder is None:
-        name = labs.lab_name(request.config.getoption("lab") or "lab")
+        name = lab_name(request.config.getoption("lab") or "lab")
         folder = Path.cwd() / "results" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
     return folder

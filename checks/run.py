@@ -3,7 +3,7 @@
 pytest runs in a subprocess, so a check that hangs or crashes the interpreter cannot take
 the lab's teardown with it; the lab this brought up is always taken down again. The whole
 run holds the lab's lock exclusively. A lab already running is refused when it is not what
-its files say (``labs.lab.checked``) unless ``reuse``; a lab this run brings up is deployed
+its files say (``labs.live.checked``) unless ``reuse``; a lab this run brings up is deployed
 fresh from the files. Ctrl-C, SIGTERM and SIGHUP are forwarded to pytest once, as an
 interrupt, and the run waits for pytest's teardown (which takes down its variant labs)
 before taking its own lab down; variant labs a killed pytest left are removed here.
@@ -21,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import outcome, report
-from ..labs import lab as labs
+from ..labs import live
+from ..labs.lab import Lab
 from ..labs import lock
 from ..labs import state as states
 from ..labs import topology
@@ -108,18 +109,18 @@ def run(spec: str, k: str | None = None, results: str | Path | None = None,
 def _run(spec: str, k: str | None, results: str | Path | None, runtime: str,
          say: Callable[[str], None], extra: list[str] | None, reuse: bool,
          overwrite: bool) -> tuple[int, Path]:
-    name = labs.lab_name(spec)
+    name = live.lab_name(spec)
     given = given_results(results, overwrite) if results else None
     with lock.hold(name, exclusive=True), interruptible():
-        brought_up: labs.Lab | None = None
+        brought_up: Lab | None = None
         folder: Path | None = None
         try:
             if states.load(name) is None:
                 topology.load(spec)  # a bad topology is reported before anything is made
                 say(f"lab {name} is not running: bringing it up for the checks")
-                lab = brought_up = labs.up(spec, runtime)
+                lab = brought_up = live.up(spec, runtime)
             else:
-                lab = labs.checked(spec, reuse=reuse, warn=say)
+                lab = live.checked(spec, reuse=reuse, warn=say)
             if given is not None:
                 shutil.rmtree(given, ignore_errors=True)  # empty, or a previous run's results
                 given.mkdir(parents=True)
@@ -190,5 +191,5 @@ def _remove_variants(name: str, folder: Path, say: Callable[[str], None]) -> Non
     teardown): taken down, their logs kept with the results."""
     for state in states.all_labs():
         if state.parent == name:
-            labs.down(state.lab, logs=folder / AGENT_LOGS / state.lab)
+            live.down(state.lab, logs=folder / AGENT_LOGS / state.lab)
             say(f"variant lab {state.lab} was left up by the checks: taken down")

@@ -24,16 +24,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from pyroute2 import netns
 from scapy.packet import Raw
 from scapy.utils import PcapNgWriter
 
 from ..fabric import afpacket
-from .lab import Lab
-from .errors import LabError
 from ..nic.roce import RoceInfo, classify
+from .topology import Topology
 
 T = TypeVar("T")
 Direction = Literal["in", "out"]
@@ -178,6 +177,16 @@ class _Tap:
     kernel_drops: int = 0
 
 
+class LiveNamespaces(Protocol):
+    """What a capture needs of a live lab (``labs.live.LiveLab``): its wires and where each
+    node's network namespace is."""
+
+    name: str
+    topology: Topology
+
+    def namespace(self, node: str) -> str: ...
+
+
 class Capture:
     """Records the frames ``match`` accepts (all by default) on the lab's wires.
 
@@ -186,7 +195,7 @@ class Capture:
     pcapng file per interface, for Wireshark.
     """
 
-    def __init__(self, lab: Lab, *, where: Iterable[tuple[str, str]] | None = None,
+    def __init__(self, lab: LiveNamespaces, *, where: Iterable[tuple[str, str]] | None = None,
                  pcap_dir: Path | None = None, match: Match | None = None,
                  bpf: list[tuple[int, int, int, int]] | None = None) -> None:
         self.lab = lab
@@ -227,9 +236,7 @@ class Capture:
         for node, iface in self.where:
             by_node.setdefault(node, []).append(iface)
         for node, ifaces in by_node.items():
-            namespace = self.lab.state.namespaces.get(node)
-            if namespace is None:
-                raise LabError(f"lab {self.lab.name} has no node {node!r}")
+            namespace = self.lab.namespace(node)
             socks = open_sockets(namespace, ifaces, timestamps=True, bpf=self.bpf)
             for iface, sock in zip(ifaces, socks):
                 tap = _Tap(node, iface, sock)

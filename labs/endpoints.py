@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from .errors import EndpointError
-from .project import PROJECT_ROOT
 
 if TYPE_CHECKING:
     from .lab import Lab
@@ -59,12 +58,11 @@ class Storm:
     """``traffic.storm`` in a host's namespace, on a thread; ``result`` is its report."""
 
     def __init__(self, lab: Lab, host: str, priority: int, seconds: float) -> None:
-        argv = lab.runtime.exec_argv(lab.state, host, [
-            sys.executable, "-m", "rocelab.traffic.storm", "--iface", lab.topology.interfaces(host)[0],
-            "--priority", str(priority), "--seconds", str(seconds)])
+        argv = [sys.executable, "-m", "rocelab.traffic.storm", "--iface",
+                lab.topology.interfaces(host)[0], "--priority", str(priority),
+                "--seconds", str(seconds)]
         self._pool = ThreadPoolExecutor(1)
-        self._future = self._pool.submit(subprocess.run, argv, capture_output=True, text=True,
-                                         cwd=PROJECT_ROOT, timeout=seconds + 30)
+        self._future = self._pool.submit(lab.node(host).exec, argv, seconds + 30)
 
     def result(self) -> dict:
         try:
@@ -83,10 +81,9 @@ def run(lab: Lab, specs: dict[str, dict], timeout_s: float,
     procs: dict[str, subprocess.Popen] = {}
     try:
         for host in specs:
-            argv = lab.runtime.exec_argv(lab.state, host,
-                                         [sys.executable, "-m", "rocelab.nic.endpoint", "--spec", "-"])
-            procs[host] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                           stderr=subprocess.PIPE, cwd=PROJECT_ROOT)
+            procs[host] = lab.node(host).popen(
+                [sys.executable, "-m", "rocelab.nic.endpoint", "--spec", "-"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         events = _Events(procs)
         for host, spec in specs.items():
             events.tell(host, json.dumps(spec))

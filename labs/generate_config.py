@@ -1,6 +1,6 @@
 """One generated switch's ``config_db.json`` and the hosts' NIC file: the lossless RoCE
 profile, every number derived from the port speed, cable lengths, radix and RoCE class of a
-``labs.generate.Spec``.
+``labs.generate_spec.Spec``.
 
 The profile (the same tables the shipped labs carry):
 
@@ -30,13 +30,11 @@ The profile (the same tables the shipped labs carry):
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from ..fabric.qos import HeadroomParams, required_headroom
 from ..nic.settings import FIRMWARE_DEFAULTS
 
-if TYPE_CHECKING:
-    from .generate import Fabric, Spec, Switch
+from .generate_spec import Fabric, Spec, Switch
 
 LAB_NIC = "nic/default.yml"
 CABLE_M = {"host-leaf": 5, "leaf-spine": 40, "spine-super": 300}

@@ -524,3 +524,16 @@ class _Loader:
                 f"({fastest.speed_mbps} Mb/s) shorter than {MIN_REFRESHABLE_PAUSE_S * 1e3:g} ms "
                 f"of wall time, too short for the agent to refresh: use S >= {needed:.3g}")
         return replace(node, config=config)
+
+
+def table_notes(topology: Topology) -> dict[str, dict[str, list[str]]]:
+    """Per switch, the config tables that are not in force here: ``not_emulated`` (no
+    data-plane meaning) and ``skipped`` (their meaning is not emulated; the lab runs
+    without them by its rocelab.unemulated-tables label). fabric/tables.py says why."""
+    out = {}
+    for node in topology.switches:
+        config = node.config
+        if config is not None and (config.not_emulated or config.skipped):
+            out[node.name] = {"not_emulated": list(config.not_emulated),
+                              "skipped": list(config.skipped)}
+    return out

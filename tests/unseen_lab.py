@@ -11,6 +11,8 @@ from pathlib import Path
 
 from rocelab.labs import generate as gen
 
+
+from rocelab.labs.generate_spec import Spec
 RENAME = ((r"\bleaf(\d+)\b", r"tor\1"), (r"\bspine(\d+)\b", r"agg\1"), (r"\bh(\d+)\b", r"gpu\1"))
 
 
@@ -40,7 +42,7 @@ def make(dest: Path, name: str | None = None, nic: bool = True) -> Path:
     """Write the lab under ``dest``; its clab file's path. ``nic=False``: no host has a NIC
     settings file (the classes then come from the switches' maps alone)."""
     name = name or f"az{uuid.uuid4().hex[:6]}"
-    folder = gen.write(gen.Spec(name, hosts_per_leaf=2, leaves=3, roce_dscp=3,
+    folder = gen.write(Spec(name, hosts_per_leaf=2, leaves=3, roce_dscp=3,
                                 roce_priority=3), dest / name).path
     clab = folder / f"{name}.clab.yml"
     text = _renamed(clab.read_text())

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..labs.lab import HOST_TTL, Lab
+from ..labs.lab import Lab
+from ..labs.records import HOST_TTL
 from . import packets
 from ..nic import roce
 from ..labs.capture import Direction, Sighting

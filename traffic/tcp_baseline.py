@@ -123,8 +123,8 @@ def listening_ports(lab: Lab, node: str) -> set[int]:
 def servers(lab: Lab, node: str, argvs: dict[int, list[str]]) -> Iterator[None]:
     """Run one server per port in the node until they all listen; stop them on the way out,
     whatever happened."""
-    procs = [subprocess.Popen(lab.runtime.exec_argv(lab.state, node, argv),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    procs = [lab.node(node).popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
              for argv in argvs.values()]
     try:
         deadline = time.monotonic() + LISTEN_TIMEOUT_S

@@ -7,7 +7,7 @@ from pathlib import Path
 from invoke import Collection, task
 
 from ...labs import actions
-from ...labs import lab as labs
+from ...labs import live, topology
 from .common import USER_ERRORS, console, fail, using
 
 
@@ -76,14 +76,14 @@ def variant(c, name, kind, as_="", host="", dscp=0, xoff=1024, runtime="netns"):
     if kind == "remark" and not host:
         raise fail("--kind remark needs --host")
     try:
-        source = labs.topology.resolve(name)
-        new = as_ or f"{labs.lab_name(str(source))}-{kind}"
+        source = topology.resolve(name)
+        new = as_ or f"{live.lab_name(str(source))}-{kind}"
         clab = actions.write_variant(
             source, new, Path.cwd() / "build" / "variants" / new,
             edits[kind], actions.dscp_remarked(dscp) if kind == "remark" else None,
             (host,) if kind == "remark" else ())
         with console.status(f"bringing up {new}"):
-            lab = labs.up(str(clab), runtime)
+            lab = live.up(str(clab), runtime)
     except USER_ERRORS as e:
         raise fail(e) from None
     console.print(f"[green]lab {lab.name} is up[/] ({kind} variant of {name}, files in "

@@ -11,7 +11,8 @@ from rich.console import Console
 
 from ...fabric.client import AgentError
 from ...fabric.config import ConfigError
-from ...labs import lab as labs
+from ...labs import live
+from ...labs.lab import Lab
 from ...labs import lock
 from ...labs import state as states
 from ...labs.errors import LabError
@@ -53,14 +54,14 @@ def interrupted(e: KeyboardInterrupt, what: str) -> Exit:
 
 
 @contextmanager
-def using(spec: str, reuse: bool | None = None) -> Iterator[labs.Lab]:
+def using(spec: str, reuse: bool | None = None) -> Iterator[Lab]:
     """The running lab ``spec`` names (the only one when empty) under a shared lock: no up,
     down or check of it meanwhile. With ``reuse`` given, it is refused when stale
-    (labs.lab.checked)."""
-    name = labs.name_of(spec)
+    (labs.live.checked)."""
+    name = live.name_of(spec)
     with lock.hold(name, exclusive=False):
         if reuse is None:
-            yield labs.running(name)
+            yield live.running(name)
         else:
-            yield labs.checked(spec, reuse=reuse,
+            yield live.checked(spec, reuse=reuse,
                                warn=lambda line: console.print(f"[yellow]{line}[/]"))

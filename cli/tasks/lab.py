@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -10,7 +9,11 @@ from pathlib import Path
 from invoke import Collection, Exit, task
 from rich.table import Table
 
-from ...labs import lab as labs
+from ...labs import live
+
+from ...labs.lab import Lab
+
+from ...labs.topology import table_notes
 from ...labs import show
 from ...labs import state as states
 from .common import REUSE_HELP, USER_ERRORS, console, fail, interrupted, using
@@ -22,7 +25,7 @@ def up(c, name, runtime="netns"):
     """Bring a lab up: namespaces, veth wires, switch agents, host addresses."""
     try:
         with console.status(f"bringing up {name}"):
-            lab = labs.up(name, runtime, warn=lambda line: console.print(line, style="yellow"))
+            lab = live.up(name, runtime, warn=lambda line: console.print(line, style="yellow"))
     except USER_ERRORS as e:
         raise fail(e) from None
     except KeyboardInterrupt as e:
@@ -40,10 +43,10 @@ def up(c, name, runtime="netns"):
 def down(c, name):
     """Take a lab down and remove every trace of it (safe to repeat)."""
     try:
-        removed = labs.down(name)
+        removed = live.down(name)
     except USER_ERRORS as e:
         raise fail(e) from None
-    kept = states.kept_logs(labs.lab_name(name))
+    kept = states.kept_logs(live.lab_name(name))
     console.print(f"lab {name} " + (f"removed (agent logs kept in {kept})" if removed
                                     and kept.is_dir() else "removed" if removed
                                     else "was not running"))
@@ -90,7 +93,7 @@ def status(c, name="", reuse=False):
         raise Exit("rocelab: lab is degraded (see the table)", code=1)
 
 
-def _print_bgp(lab: labs.Lab) -> None:
+def _print_bgp(lab: Lab) -> None:
     """Per BGP switch: its sessions as bgpd sees them and its routes by source."""
     bgp = lab.bgp_status()
     if not bgp:
@@ -110,10 +113,10 @@ def _print_bgp(lab: labs.Lab) -> None:
     console.print(sessions)
 
 
-def _print_table_notes(lab: labs.Lab) -> None:
+def _print_table_notes(lab: Lab) -> None:
     """Config tables not in force: skipped ones (data-plane meaning lost) warned in yellow,
     tables without data-plane meaning listed (fabric/tables.py)."""
-    for node, notes in labs.table_notes(lab.topology).items():
+    for node, notes in table_notes(lab.topology).items():
         if notes["skipped"]:
             console.print(f"[yellow]warning: {node} runs without {', '.join(notes['skipped'])}"
                           " (data-plane meaning not emulated; label rocelab.unemulated-tables)[/]")
@@ -168,7 +171,7 @@ def exec_(c, node, lab=""):
         raise Exit("rocelab: give the command after --, e.g. invoke lab.exec h1 -- ip addr", 2)
     try:
         with using(lab) as handle:
-            code = subprocess.call(handle.runtime.exec_argv(handle.state, node, argv))
+            code = handle.node(node).popen(argv).wait()
     except USER_ERRORS as e:
         raise fail(e) from None
     if code:
@@ -219,7 +222,7 @@ def trace_stop(c, node, lab=""):
     """Stop switch NODE's trace (one started from Python, or a lab.trace cut short), or
     collect one that ended at its time or size limit: its path, size and why it ended."""
     try:
-        handle = labs.running(lab) if lab else labs.the_only_running()
+        handle = live.running(lab) if lab else live.the_only_running()
         end = handle.agent(node).trace_end()
     except USER_ERRORS as e:
         raise fail(e) from None
@@ -250,7 +253,7 @@ def list_(c):
 def cleanup(c, all=False):
     """Remove leftovers of crashed runs (labs whose deploy crashed or whose agents died, and
     variant labs of a check that is gone); each lab on its own, failures said per lab."""
-    done = labs.cleanup(everything=all)
+    done = live.cleanup(everything=all)
     console.print("removed: " + (", ".join(done.removed) if done.removed else "nothing"))
     for name, why in done.failed.items():
         console.print(f"[red]not removed[/]: {name}: {why}", soft_wrap=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from invoke import Collection, task
 from rich.table import Table
 
-from ...labs import lab as labs
+from ...labs import live
 from ...labs import show
 from ...labs import state as states
 from .common import USER_ERRORS, console, fail, using
@@ -86,7 +86,7 @@ def show_nic_counters(c, results="", priority=-1):
         raise fail(f"{results}: {e}") from None
     if priority < 0:
         try:
-            lab = labs.running(result["lab"])
+            lab = live.running(result["lab"])
             host = lab.topology.hosts[0]
             priority = host.nic.roce.priority if host.nic else 3
         except (*USER_ERRORS, KeyError, IndexError):

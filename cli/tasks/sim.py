@@ -6,7 +6,7 @@ from pathlib import Path
 from invoke import Collection, Exit, task
 from rich.table import Table
 
-from ...labs import lab as labs
+from ...labs.live import lab_name
 from .common import FAILED, USER_ERRORS, checked_jitter_ns, console, fail
 
 
@@ -26,7 +26,7 @@ def compare(c, name, results="", seeds=5, jitter_ns=""):
             raise ValueError(f"--seeds {seeds}: at least one simulated run is needed")
         jitter = checked_jitter_ns(jitter_ns) if jitter_ns != "" else None
         folder = Path(results) if results else checks.fresh_results(
-            f"compare-{labs.lab_name(name)}")
+            f"compare-{lab_name(name)}")
         rows, jitter = cmp.compare(name, folder, say=console.print, seeds=range(int(seeds)),
                                    jitter_ns=jitter)
     except USER_ERRORS as e:

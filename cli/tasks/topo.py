@@ -28,11 +28,12 @@ def generate(c, name, hosts_per_leaf=2, leaves=2, spines=0, speed="100G", oversu
     """Write a lab folder for a leaf-spine RoCE fabric of a given size, with a complete
     lossless profile per switch (docs/lab-guide.md, "Generating a fabric")."""
     from ...labs import generate as gen
-    spec = gen.Spec(name, hosts_per_leaf, leaves, spines, speed, oversubscription, radix,
+    from ...labs.generate_spec import GenerateError, Spec
+    spec = Spec(name, hosts_per_leaf, leaves, spines, speed, oversubscription, radix,
                     roce_dscp, roce_priority, cnp_dscp, cnp_priority, routing)
     try:
         done = gen.write(spec, Path(out) if out else None, force)
-    except gen.GenerateError as e:
+    except GenerateError as e:
         raise Exit(f"rocelab: {e}", code=2) from None
     console.print(f"wrote {done.path}: {gen.describe(done.fabric)}", soft_wrap=True)
 

@@ -9,7 +9,9 @@ from pathlib import Path
 from invoke import Collection, Exit, task
 from rich.table import Table
 
-from ...labs import lab as labs
+from ...labs.lab import Lab
+
+from ...labs.runtimes.sim import simulated
 from ...labs.errors import LabError
 from .common import REUSE_HELP, USER_ERRORS, console, fail, using
 from ...traffic import patterns, softroce, tcp_baseline
@@ -49,7 +51,7 @@ def probe(c, src, dst, lab="", kind="v2", count=3, dscp=-1, ecn=2, pcp=-1, vlan=
         console.print(f"evidence: {result.pcap_dir} (one pcapng per interface)")
 
 
-def _hosts(text: str, lab: labs.Lab) -> list[str]:
+def _hosts(text: str, lab: Lab) -> list[str]:
     """A comma-separated host list; empty means every host of the lab."""
     names = [h.strip() for h in text.split(",") if h.strip()]
     return names or [h.name for h in lab.topology.hosts]
@@ -60,7 +62,7 @@ def _traffic_lab(spec: str, reuse: bool, runtime: str, time_scale: float,
                  seed: int) -> Iterator:
     """The running lab (live), or the lab's files in virtual time (``--runtime sim``)."""
     if runtime == "sim":
-        sim = labs.simulated(spec, float(time_scale), int(seed))
+        sim = simulated(spec, float(time_scale), int(seed))
         try:
             yield sim
         finally:

@@ -49,7 +49,7 @@ from ..images import (DOCKER, SWITCH_IMAGE, NeededImage, Runner, image_inspect_a
 from .netns import HOST_OFFLOADS_OFF
 from ..errors import LabError, step
 from ..sonic import LoadMode
-from ..state import AgentState, LabState, process_start
+from ..state import AgentState, LabState, keep_logs, process_start
 from ..topology import SONIC_CONFIG_TARGET, Node, Topology, TopologyError
 
 CONTAINERLAB = "containerlab"
@@ -189,10 +189,12 @@ def deploy_file(state: LabState) -> Path:
 
 
 class ContainerlabRuntime:
-    """The NetnsRuntime interface (up, down, exec) over containerlab and docker. Every command
-    goes through ``run`` (subprocess.run's shape), so tests record them instead of running."""
+    """The ``Runtime`` interface (``labs.runtimes``) over containerlab and docker. Every
+    command goes through ``run`` (subprocess.run's shape), so tests record them instead of
+    running."""
 
     name = CONTAINERLAB
+    runs_frr = False  # a SONiC-VS image runs its own FRR; its sessions are not read here
 
     def __init__(self, run: Runner = subprocess.run,
                  which: Callable[[str], str | None] = shutil.which,
@@ -248,9 +250,11 @@ class ContainerlabRuntime:
         state.save()
         return state
 
-    def down(self, state: LabState) -> None:
-        """Destroy the containers and the lab folder, then forget the lab. Idempotent; a failed
-        destroy keeps the state so that lab.cleanup can try again."""
+    def down(self, state: LabState, logs: Path | None = None) -> None:
+        """Keep the agents' logs (in ``logs``, default under the state root), destroy the
+        containers and the lab folder, then forget the lab. Idempotent; a failed destroy
+        keeps the state so that lab.cleanup can try again."""
+        keep_logs(state, logs)
         if deploy_file(state).exists():
             self._require_containerlab("")
             self._checked(destroy_argv(deploy_file(state)), "containerlab destroy",
@@ -260,6 +264,12 @@ class ContainerlabRuntime:
     def exec_argv(self, state: LabState, node: str, argv: list[str]) -> list[str]:
         """The command line that runs argv inside the node (for interactive use too)."""
         return docker_exec_argv(self._container(state, node), argv)
+
+    @staticmethod
+    def runs_agent(node: Node) -> bool:
+        """Only the project's switch image runs a rocelab agent: a SONiC-VS switch has none
+        to be alive or dead."""
+        return runs_rocelab_switch(node)
 
     def exec(self, state: LabState, node: str, argv: list[str],
              timeout: float | None = None) -> subprocess.CompletedProcess:

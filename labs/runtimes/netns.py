@@ -87,6 +87,7 @@ def run(argv: list[str], what: str, timeout: float = 30.0) -> subprocess.Complet
 
 class NetnsRuntime:
     name = "netns"
+    runs_frr = True  # a BGP switch's FRR runs in its namespace (netns_bgp)
 
     def up(self, topo: Topology) -> LabState:
         require_capabilities()
@@ -204,10 +205,9 @@ class NetnsRuntime:
             control = state.dir / "control" / f"{node.name}.sock"
             log = state.dir / f"{node.name}.log"
             argv = in_namespace(ns, agent_argv(topo, node, state, control))
-            env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
             with open(log, "wb") as out:
                 proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, cwd=PROJECT_ROOT, env=env,
+                                        stdin=subprocess.DEVNULL, cwd=PROJECT_ROOT,
                                         start_new_session=True)
             state.agents[node.name] = AgentState(node=node.name, namespace=ns, pid=proc.pid,
                                                  started=process_start(proc.pid),
@@ -242,6 +242,11 @@ class NetnsRuntime:
              timeout: float | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(self.exec_argv(state, node, argv), capture_output=True,
                               text=True, timeout=timeout)
+
+    @staticmethod
+    def runs_agent(node: Node) -> bool:
+        """Every switch runs a rocelab agent in its namespace."""
+        return node.is_switch
 
 
 def agent_argv(topo: Topology, node: Node, state: LabState, control: Path) -> list[str]:

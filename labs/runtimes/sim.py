@@ -1,8 +1,8 @@
 """The virtual-time runtime: a lab run in this process, in simulated time, at real line rate
 (S = 1 by default), deterministic for a given seed.
 
-``SimLab`` answers everything checks and traffic ask of a lab (``labs.lab.Lab`` is the live
-one): switch counters and traces through ``agent(node)``, pings and traceroutes, captures,
+``SimLab`` answers everything checks and traffic ask of a lab (the ``labs.lab.Lab`` protocol;
+``labs.live.LiveLab`` is the live one): switch counters and traces through ``agent(node)``, pings and traceroutes, captures,
 probe frames, RoCE flows. Time given in wall seconds by a caller written for the live lab
 (timeouts, quiet periods, trace intervals) is the same span of *fabric* time as on the live
 lab: ``wall / S_live`` of fabric time, run here as ``x S_sim`` of simulated time.
@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..lab import LinkStatus, NodeStatus
+from ..lab import NodeHandle
+from ..records import LinkStatus, NodeStatus
 from ..errors import LabError
 from ..sim.engine import PS, to_ps
 from ..sim.flows import SimRunning, SimStorm
@@ -103,7 +104,7 @@ class SimLab(SimHosts):
         self.engine.run(self.engine.now_ps + to_ps(seconds))
 
     def wait(self, wall_s: float) -> None:
-        """``Lab.wait``: the same fabric span, in simulated time."""
+        """The same fabric span as a live ``wait``, in simulated time."""
         self.run_for(self.sim_s(wall_s))
 
     def down(self, logs: Path | None = None) -> None:
@@ -147,9 +148,18 @@ class SimLab(SimHosts):
 
     # --- hosts ----------------------------------------------------------------------------
 
+    def node(self, name: str) -> NodeHandle:
+        if name not in self.topology.nodes:
+            raise LabError(f"lab {self.name} has no node {name!r} "
+                           f"(nodes: {', '.join(self.topology.nodes)})")
+        return NodeHandle(self, name)
+
     def exec(self, node: str, argv: list[str], timeout: float | None = None):
         raise LabError(f"the sim runtime runs no commands in nodes ({node}: {' '.join(argv)}); "
                        "use the live runtime (--runtime netns) for that")
+
+    def popen(self, node: str, argv: list[str], **kwargs: Any):
+        return self.exec(node, argv)
 
     # --- frames ---------------------------------------------------------------------------
 
@@ -163,7 +173,7 @@ class SimLab(SimHosts):
 
     def capture(self, *, where: Iterable[tuple[str, str]] | None = None,
                 pcap_dir: Path | None = None, match: Callable[[bytes], bool] | None = None,
-                bpf: Any = None) -> SimCapture:
+                bpf: list[tuple[int, int, int, int]] | None = None) -> SimCapture:
         """What ``labs.capture.Capture`` records live (``bpf`` is the live kernel
         prefilter; ``match`` decides here)."""
         return SimCapture(self, where, pcap_dir, match)
@@ -259,6 +269,14 @@ class SimCapture:
 
     def kernel_drops(self) -> int:
         return 0
+
+
+def simulated(spec: str, time_scale: float = 1.0, seed: int = 0,
+              jitter_s: float = 0.0) -> SimLab:
+    """The lab ``spec`` names (a name or a topology path) in virtual time, in this process:
+    nothing to bring up or down outside it. ``jitter_s``: mean timing jitter per frame per
+    hop, fabric seconds (``labs.sim.link``); 0 runs exact clocks."""
+    return up(topology.load(spec), time_scale, seed, jitter_s)
 
 
 def up(topo: Topology, time_scale: float = 1.0, seed: int = 0,

@@ -19,7 +19,7 @@ from .host import SimHost
 from ...nic.core import MAX_RATE_POINTS, Nic
 
 if TYPE_CHECKING:
-    from ..runtimes.sim import SimLab
+    from .hosts import SimHosts
 
 START_JITTER_FABRIC_S = 1e-6  # flows start within this much fabric time of each other
 DONE_POLL_FABRIC_S = 20e-6  # how often a run looks whether every flow is complete
@@ -32,7 +32,7 @@ STORM_QUANTA = 0xFFFF
 class SimRunning:
     """Endpoints started in the engine; ``wait`` gives (each host's done report, elapsed)."""
 
-    def __init__(self, lab: SimLab, specs: dict[str, dict], timeout_s: float,
+    def __init__(self, lab: SimHosts, specs: dict[str, dict], timeout_s: float,
                  on_progress: Callable[[int], Any] | None = None) -> None:
         self.lab = lab
         self.engine = engine = lab.engine
@@ -118,7 +118,7 @@ class SimStorm:
     frame (the largest pause) sent at half the pause time, so that its link partner's queue
     never resumes on its own. ``result`` runs the clock to the storm's end."""
 
-    def __init__(self, lab: SimLab, host: str, priority: int, seconds: float) -> None:
+    def __init__(self, lab: SimHosts, host: str, priority: int, seconds: float) -> None:
         self.lab = lab
         self.engine = lab.engine
         iface = lab.topology.interfaces(host)[0]

@@ -25,13 +25,13 @@ from ...fabric.model.frames import (ALL_NODES6, ARP_REPLY, ARP_REQUEST, BROADCAS
                                     ipv4_packet, ipv6_packet, link_local6, multicast_mac6,
                                     neighbor_advertisement, neighbor_solicitation, parse_arp,
                                     parse_ndp, solicited_node6)
+from ..records import HOST_TTL
 from .engine import Engine, to_ps
 from .hostconfig import HostConfig, IPAddress, IPInterface
 from .link import Wire
 
 ARP_RETRY_S = 1e-3  # fabric time between ARP requests / NS for an unresolved next hop
 ARP_TRIES = 3
-HOST_TTL = 64  # Linux's initial TTL and IPv6 hop limit
 ECHO_DATA = bytes(56)  # ping's default payload size
 ETHERTYPE = {4: ETH_P_IPV4, 6: ETH_P_IPV6}
 

@@ -1,22 +1,24 @@
 """What checks and traffic ask of a lab's hosts, answered by the simulated ones: addresses,
-routes, neighbours, pings and traceroutes, for IPv4 and IPv6 as ``labs.lab.Lab`` answers them
-live from the hosts' kernels (a host's address is its first IPv4 one, else its first IPv6
+routes, neighbours, pings and traceroutes, for IPv4 and IPv6 as ``labs.live_hosts`` answers
+them live from the hosts' kernels (a host's address is its first IPv4 one, else its first IPv6
 one; the default gateway the IPv4 one, else the IPv6 one; hops are 64 minus the reply's TTL
 or hop limit).
 """
 from __future__ import annotations
 
 import ipaddress
+import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..lab import Ping
+from ..records import HOST_TTL, Ping
 from ..errors import LabError
 from .engine import to_ps
-from .host import HOST_TTL, PingReply, SimHost
+from .host import PingReply, SimHost
 from .hostconfig import IPAddress, IPInterface
 
 if TYPE_CHECKING:
+    from ..topology import Topology
     from .engine import Engine
     from .network import SimNetwork
 
@@ -36,11 +38,15 @@ def _mac_text(mac: bytes) -> str:
 
 class SimHosts:
     """The host half of ``labs.runtimes.sim.SimLab`` (which provides ``net``, ``engine``,
-    ``name`` and ``sim_s``)."""
+    ``name``, ``topology``, ``time_scale``, ``rng`` and ``sim_s``): what its flows
+    (``labs.sim.flows``) drive too."""
 
     net: SimNetwork
     engine: Engine
     name: str
+    topology: Topology
+    time_scale: float
+    rng: random.Random
     sim_s: Callable[[float], float]
     _ident = 0  # the last ICMP echo identifier used
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from tests.conftest import copy_lab
 from tests.integration.test_lab import NOTHING, traces
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    lab = labs.up(str(copy_lab(tmp_path_factory.mktemp("lab"))))
+    lab = live.up(str(copy_lab(tmp_path_factory.mktemp("lab"))))
     try:
         yield lab
     finally:

@@ -21,7 +21,7 @@ import pytest
 
 from rocelab.fabric.client import AgentClient, AgentError
 from rocelab.fabric.config import port_name
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from rocelab.labs.runtimes.netns import remove_namespace, traces_allowed_in
 from tests.integration.test_lab import NOTHING, traces
 
@@ -237,7 +237,7 @@ def test_a_check_runs_results_folder_is_a_trace_folder_of_the_agents_it_starts(l
     results = tmp_path / "results"
     results.mkdir()
     with traces_allowed_in(results):
-        other = labs.up(str(lab_copy()))
+        other = live.up(str(lab_copy()))
     try:
         client = other.agent(other.topology.switches[0].name)
         client.trace_start(results / "trace.jsonl", interval_ms=5)

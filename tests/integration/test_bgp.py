@@ -12,7 +12,7 @@ from ipaddress import ip_address
 
 import pytest
 
-from rocelab.labs import lab as labs
+from rocelab.labs.live import up
 from rocelab.labs.runtimes import netns_bgp
 from rocelab.labs.sim import bgp as simbgp
 from tests.conftest import copy_lab
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not netns_bgp.FRR_BIN.joinpath("bgpd").is_file()
 
 @pytest.fixture(scope="module", params=["roce-v2-bgp", "roce-v6-bgp"])
 def lab(request, tmp_path_factory):
-    lab = labs.up(str(copy_lab(tmp_path_factory.mktemp("bgp"), lab=request.param)))
+    lab = up(str(copy_lab(tmp_path_factory.mktemp("bgp"), lab=request.param)))
     try:
         yield lab
     finally:

@@ -18,7 +18,7 @@ import pytest
 from pyroute2 import netns
 
 from rocelab.labs import domains as l2
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from rocelab.labs import state as states
 from rocelab.labs import topology
 from tests.conftest import ROOT, copy_lab
@@ -125,14 +125,14 @@ def test_check_brings_the_default_lab_up_passes_and_takes_it_down(tmp_path):
         assert cross["verdict"].endswith("TTL 64 -> 61")
         assert states.load(name) is None, "check must take down the lab it brought up"
     finally:
-        labs.down(name)
+        live.down(name)
     assert namespaces(name) == []
 
 
 def test_v1_l2_lab_passes_then_a_check_fails_when_the_fabric_outgrows_its_config(tmp_path):
     path = copy_lab(tmp_path / "labs", lab="roce-v1-l2")
     name = lab_name(path)
-    lab = labs.up(str(path))
+    lab = live.up(str(path))
     try:
         results = tmp_path / "agree"
         proc = check(path, results, k="roce_domains")  # the default lab's test runs the rest
@@ -183,7 +183,7 @@ def test_a_routed_trunk_shrinks_the_domain_and_the_v1_checks_agree(tmp_path):
         (v1,) = probes(results, "*/*v1-h1-h2-*probe.json")
         assert {s["node"] for s in v1["sightings"]} == {"h1", "leaf1", "h2"}
     finally:
-        labs.down(name)
+        live.down(name)
     assert namespaces(name) == []
 
 
@@ -192,7 +192,7 @@ def test_classification_follows_the_config_and_fails_when_the_fabric_does_not(tm
     for switch in ("leaf1", "leaf2", "spine1", "spine2"):
         edit_config(path, switch, dscp26_to("0"))
     name = lab_name(path)
-    lab = labs.up(str(path))
+    lab = live.up(str(path))
     try:
         # DSCP 26 -> TC 0 everywhere: the counters follow the config, queue 0 it is; and
         # since the hosts' NIC files send RoCE with DSCP 26, their lossless class is lossy

@@ -14,7 +14,7 @@ from ipaddress import IPv6Address
 
 import pytest
 
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from tests.conftest import copy_lab
 from tests.integration.test_lab import NOTHING, traces
 from rocelab.traffic import patterns
@@ -31,7 +31,7 @@ COUNT = 6
 
 @pytest.fixture(scope="module")
 def lab6(tmp_path_factory):
-    lab = labs.up(str(copy_lab(tmp_path_factory.mktemp("lab6"), lab=LAB)))
+    lab = live.up(str(copy_lab(tmp_path_factory.mktemp("lab6"), lab=LAB)))
     try:
         yield lab
     finally:

@@ -16,7 +16,7 @@ import pytest
 from pyroute2 import netns
 
 from rocelab.fabric import realtime
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from rocelab.labs import state as states
 from rocelab.labs.errors import LabError
 from rocelab.labs.runtimes.netns import agent_alive
@@ -164,7 +164,7 @@ def test_agent_survives_its_port_going_down_and_up(lab):
 
 def test_two_labs_run_side_by_side(lab, tmp_path):
     from tests.conftest import copy_lab
-    other = labs.up(str(copy_lab(tmp_path)))
+    other = live.up(str(copy_lab(tmp_path)))
     try:
         assert set(other.state.namespaces.values()).isdisjoint(lab.state.namespaces.values())
         assert all(r.ok for r in other.ping_all())
@@ -177,10 +177,10 @@ def test_two_labs_run_side_by_side(lab, tmp_path):
 def test_down_is_idempotent(tmp_path):
     from tests.conftest import copy_lab
     path = copy_lab(tmp_path)
-    lab = labs.up(str(path))
-    assert labs.down(str(path)) is True
-    assert labs.down(str(path)) is False
-    assert labs.down(lab.name) is False
+    lab = live.up(str(path))
+    assert live.down(str(path)) is True
+    assert live.down(str(path)) is False
+    assert live.down(lab.name) is False
     assert traces(lab.name) == NOTHING
 
 
@@ -190,7 +190,7 @@ def test_bad_link_creates_nothing(tmp_path):
         {"endpoints": ["h1:eth2", "leaf9:eth1"]}))
     name = path.stem.removesuffix(".clab")
     with pytest.raises(TopologyError) as err:
-        labs.up(str(path))
+        live.up(str(path))
     assert "\n" not in str(err.value) and "unknown node 'leaf9'" in str(err.value)
     assert traces(name) == NOTHING
 
@@ -203,7 +203,7 @@ def test_malformed_config_field_creates_nothing(tmp_path):
     data["PORT"]["Ethernet0"]["mtu"] = "jumbo"
     config.write_text(json.dumps(data))
     with pytest.raises(TopologyError) as err:
-        labs.up(str(path))
+        live.up(str(path))
     assert str(err.value).startswith(f"{config}: PORT|Ethernet0: mtu: ")
     assert traces(path.stem.removesuffix(".clab")) == NOTHING
 
@@ -214,21 +214,21 @@ def test_failing_exec_rolls_back_and_names_the_step(tmp_path):
         "ip route add 10.99.0.0/16 via 192.0.2.1"))  # unreachable gateway: ip refuses
     name = path.stem.removesuffix(".clab")
     with pytest.raises(LabError) as err:
-        labs.up(str(path))
+        live.up(str(path))
     assert "step 'exec on h3' failed" in str(err.value)
     assert traces(name) == NOTHING
 
 
 def test_cleanup_removes_a_lab_whose_agent_died(tmp_path):
     from tests.conftest import copy_lab
-    lab = labs.up(str(copy_lab(tmp_path)))
+    lab = live.up(str(copy_lab(tmp_path)))
     try:
         agent = lab.state.agents["spine2"]
         os.kill(agent.pid, signal.SIGKILL)
         wait_for(lambda: not agent_alive(agent))
-        assert lab.name in labs.cleanup().removed
+        assert lab.name in live.cleanup().removed
     finally:
-        labs.down(lab.name)
+        live.down(lab.name)
     assert traces(lab.name) == NOTHING
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from pyroute2 import netns
 
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from rocelab.labs import state as states
 from tests.conftest import ROOT, copy_lab
 from tests.integration.test_lab import NOTHING, traces, wait_for
@@ -55,14 +55,14 @@ def test_a_signal_during_up_rolls_back_like_ctrl_c(tmp_path, sig):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        labs.down(name_of(path))
+        live.down(name_of(path))
     assert proc.returncode == 128 + sig
     assert err.strip().endswith(f"interrupted ({sig.name}): lab {path} rolled back")
     assert traces(name_of(path)) == NOTHING
 
 
 def test_a_deleted_host_is_reported_missing_and_never_recreated(tmp_path):
-    lab = labs.up(str(copy_lab(tmp_path)))
+    lab = live.up(str(copy_lab(tmp_path)))
     try:
         gone = lab.state.namespaces["h2"]
         subprocess.run(["ip", "netns", "del", gone], check=True)
@@ -82,7 +82,7 @@ def test_a_deleted_host_is_reported_missing_and_never_recreated(tmp_path):
 
 def test_check_refuses_a_lab_whose_config_changed_since_up(tmp_path):
     path = copy_lab(tmp_path)
-    lab = labs.up(str(path))
+    lab = live.up(str(path))
     try:
         config = path.parent / "configs/leaf1/config_db.json"
         data = json.loads(config.read_text())
@@ -121,7 +121,7 @@ def test_a_check_that_brings_the_lab_up_records_what_it_deployed(tmp_path):
         again = invoke("check", str(path), "--results", str(results))
         assert again.returncode == 1 and "is not empty" in again.stderr
     finally:
-        labs.down(name)
+        live.down(name)
     assert traces(name) == NOTHING
 
 
@@ -129,10 +129,10 @@ VARIANT_CHECK = """
 import threading
 from rocelab.checks import congestion as cg
 from rocelab.labs import actions
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 
 def test_variant(tmp_path):
-    lab = labs.running({lab!r})
+    lab = live.running({lab!r})
     with cg.variant(lab, "nopfc", tmp_path, actions.without_pfc) as other:
         print("VARIANT_UP", other.name, flush=True)
         threading.Event().wait(120)
@@ -149,7 +149,7 @@ except Interrupted as e:
 
 
 def test_an_interrupted_check_waits_for_its_teardown_and_leaves_no_variant_lab(tmp_path):
-    lab = labs.up(str(copy_lab(tmp_path)))
+    lab = live.up(str(copy_lab(tmp_path)))
     check = tmp_path / "test_variant.py"
     check.write_text(VARIANT_CHECK.format(lab=lab.name))
     argv = [sys.executable, "-m", "pytest", str(check), "-s", "-q", "-p", "no:cacheprovider",
@@ -174,15 +174,15 @@ def test_an_interrupted_check_waits_for_its_teardown_and_leaves_no_variant_lab(t
             proc.kill()
             proc.wait()
         for left in [s.lab for s in states.all_labs() if s.parent == lab.name]:
-            labs.down(left)
+            live.down(left)
         lab.down()
     assert traces(lab.name) == NOTHING
 
 
 def test_cleanup_removes_a_variant_lab_whose_check_is_gone(tmp_path):
-    lab = labs.up(str(copy_lab(tmp_path)), parent="a-check-that-was-killed")
+    lab = live.up(str(copy_lab(tmp_path)), parent="a-check-that-was-killed")
     try:
-        assert labs.cleanup().removed == [lab.name]
+        assert live.cleanup().removed == [lab.name]
     finally:
-        labs.down(lab.name)
+        live.down(lab.name)
     assert traces(lab.name) == NOTHING

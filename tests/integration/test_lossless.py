@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from rocelab.checks.plots import load_trace
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from rocelab.labs.topology import DEFAULT_TIME_SCALE
 from tests.integration.test_lab import NOTHING, traces
 from rocelab.traffic.blast import DEST_QPN
@@ -114,7 +114,7 @@ def up(tmp_path):
         clab = copy_lab(tmp_path)
         if edit:
             edit(clab)
-        started.append(labs.up(str(clab)))
+        started.append(live.up(str(clab)))
         return started[-1], clab
 
     yield bring_up

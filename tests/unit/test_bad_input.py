@@ -15,13 +15,13 @@ from invoke import Program
 from pyroute2 import netns
 
 import tasks
-from rocelab.cli.tasks import lab as lab_tasks
 from rocelab.fabric import config
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from rocelab.nic import settings as nic
 from rocelab.labs import topology
 from rocelab.labs import state as states
 from rocelab.nic.settings import NicError
+from rocelab.labs.live import LiveLab
 from rocelab.labs.state import LabState
 from rocelab.labs.topology import TopologyError
 
@@ -178,16 +178,16 @@ def test_name_from_the_environment_is_the_same_for_every_task(lab_copy, monkeypa
     default = clab.stem.removesuffix(".clab")
     clab.write_text(clab.read_text().replace(f"name: {default}", f"name: ${{LAB:={default}}}"))
     monkeypatch.delenv("LAB", raising=False)
-    assert topology.load(clab).name == labs.lab_name(str(clab)) == default
+    assert topology.load(clab).name == live.lab_name(str(clab)) == default
     code, out, err = invoke(capsys, "lab.status", "--name", str(clab))
     assert code == 1 and one_line(err) == f"rocelab: lab {default} is not running " \
                                            f"(invoke lab.up {clab})"
     code, out, _ = invoke(capsys, "config.lint", str(clab))
     assert code == 0 and f"{default}: 0 errors" in out
     monkeypatch.setenv("LAB", "")  # empty takes the default, as in the shell
-    assert labs.lab_name(str(clab)) == default
+    assert live.lab_name(str(clab)) == default
     monkeypatch.setenv("LAB", f"{default}-b")
-    assert topology.load(clab).name == labs.lab_name(str(clab)) == f"{default}-b"
+    assert topology.load(clab).name == live.lab_name(str(clab)) == f"{default}-b"
     monkeypatch.setenv("LAB", "bad name!")
     for argv in (["lab.up", str(clab)], ["lab.down", str(clab)],
                  ["lab.status", "--name", str(clab)]):
@@ -340,11 +340,26 @@ def running_lab(lab_copy, state_dir):
     return state
 
 
+def recorded_commands(monkeypatch) -> list[list[str]]:
+    """The command lines lab.exec would start in a node, recorded instead of run (exit 0)."""
+    ran: list[list[str]] = []
+
+    class Recorded:
+        def __init__(self, argv: list[str]) -> None:
+            ran.append(argv)
+
+        def wait(self) -> int:
+            return 0
+
+    monkeypatch.setattr(LiveLab, "popen", lambda self, node, argv, **kw: Recorded(
+        self.runtime.exec_argv(self.state, node, argv)))
+    return ran
+
+
 def test_exec_keeps_the_shells_quoting(running_lab, monkeypatch, capsys):
     argv = ["invoke", "lab.exec", "h1", "--", "echo", "it's", "a  b", ""]
     monkeypatch.setattr(sys, "argv", argv)
-    ran = []
-    monkeypatch.setattr(lab_tasks.subprocess, "call", lambda command: ran.append(command) or 0)
+    ran = recorded_commands(monkeypatch)
     code, out, err = invoke(capsys, *argv[1:])
     assert (code, err) == (0, "")
     assert ran == [["ip", "netns", "exec", f"{running_lab.lab}-h1", "echo", "it's", "a  b", ""]]
@@ -355,8 +370,7 @@ def test_exec_without_the_shells_words_splits_and_refuses_bad_quoting(running_la
     """Driven from Python (no argv to take words from), the remainder is split like a shell
     line: quotes work, an unbalanced one is a one-line error."""
     monkeypatch.setattr(sys, "argv", ["pytest"])
-    ran = []
-    monkeypatch.setattr(lab_tasks.subprocess, "call", lambda command: ran.append(command) or 0)
+    ran = recorded_commands(monkeypatch)
     code, _, err = invoke(capsys, "lab.exec", "h1", "--", "echo", "\"it's\"")
     assert (code, err) == (0, "") and ran[-1][-2:] == ["echo", "it's"]
     code, _, err = invoke(capsys, "lab.exec", "h1", "--", "echo", "it's")

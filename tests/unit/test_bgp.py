@@ -311,7 +311,8 @@ def test_sim_refuses_ibgp(tmp_path):
 
 def test_generate_bgp_fabric_routes_every_rack(tmp_path):
     from rocelab.labs import generate as gen
-    spec = gen.Spec("gbgp", hosts_per_leaf=2, leaves=3, spines=2, routing="bgp")
+    from rocelab.labs.generate_spec import GenerateError, Spec
+    spec = Spec("gbgp", hosts_per_leaf=2, leaves=3, spines=2, routing="bgp")
     done = gen.write(spec, tmp_path / spec.name)
     topo = topology.load(done.path)
     tables = simbgp.routes(topo)
@@ -326,6 +327,6 @@ def test_generate_bgp_fabric_routes_every_rack(tmp_path):
             if other is not leaf:
                 subnet = next(iter(other.config.vlans.values())).addresses[0].network
                 assert len(tables[leaf.name][subnet].nexthops) == spec.spines
-    assert "--routing bgp" in spec.command() and "--routing" not in gen.Spec("x").command()
-    with pytest.raises(gen.GenerateError, match="routing"):
-        gen.check(gen.Spec("x", routing="ospf"))
+    assert "--routing bgp" in spec.command() and "--routing" not in Spec("x").command()
+    with pytest.raises(GenerateError, match="routing"):
+        gen.check(Spec("x", routing="ospf"))

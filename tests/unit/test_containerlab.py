@@ -471,10 +471,10 @@ def test_exec_runs_in_the_container(state_dir):
 
 
 def test_lab_api_knows_the_runtime():
-    from rocelab.labs import lab
-    assert isinstance(lab.runtime_for("containerlab"), ContainerlabRuntime)
+    from rocelab.labs.runtimes.registry import runtime_for
+    assert isinstance(runtime_for("containerlab"), ContainerlabRuntime)
     with pytest.raises(LabError, match="available: netns, containerlab"):
-        lab.runtime_for("kubernetes")
+        runtime_for("kubernetes")
 
 
 
@@ -669,8 +669,8 @@ def test_end_to_end_sonic_vs(lab_copy, state_dir):
     reason = _cannot_deploy("docker-sonic-vs:latest", "rocelab-host:latest")
     if reason:
         pytest.skip(reason)
-    from rocelab.labs import lab
-    handle = lab.up(str(lab_copy()), runtime="containerlab")
+    from rocelab.labs import live
+    handle = live.up(str(lab_copy()), runtime="containerlab")
     try:
         rt = handle.runtime
         assert {r.state for r in rt.inspect(handle.state).values()} == {"running"}
@@ -687,9 +687,9 @@ def test_end_to_end_project_switch(lab_copy, state_dir):
     reason = _cannot_deploy(f"rocelab-switch:{VERSION}", "rocelab-host:latest")
     if reason:
         pytest.skip(reason)
-    from rocelab.labs import lab
+    from rocelab.labs import live
     path = lab_copy(edit=labelled("spine1", "spine2", "leaf1", "leaf2"))
-    handle = lab.up(str(path), runtime="containerlab")
+    handle = live.up(str(path), runtime="containerlab")
     try:
         assert all(p.ok for p in handle.ping_all())
         nodes, _ = handle.status()

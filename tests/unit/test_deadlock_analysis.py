@@ -9,7 +9,7 @@ import pytest
 
 from rocelab.checks import deadlock as dl
 from rocelab.labs import actions
-from rocelab.labs import lab as labs
+from rocelab.labs.runtimes.sim import simulated
 from rocelab.labs import topology
 
 
@@ -41,7 +41,7 @@ def test_up_down_routing_removes_only_summaries():
 
 @pytest.fixture(scope="module")
 def counters():
-    lab = labs.simulated("pfc-deadlock")
+    lab = simulated("pfc-deadlock")
     return lab.topology, {s.name: lab.agent(s.name).counters() for s in lab.topology.switches}
 
 
@@ -85,7 +85,7 @@ def test_drops_are_deltas_summed_over_switches():
 
 def test_watchdog_wall_runs_the_timer_in_fabric_time():
     """0.2 s of watchdog time is 0.2 s x S of a switch's clock, whatever the runtime."""
-    sim = labs.simulated("pfc-deadlock", time_scale=2.0)
+    sim = simulated("pfc-deadlock", time_scale=2.0)
     switch = sim.topology.switches[0].name
     assert sim.sim_s(dl.watchdog_wall(sim, 0.2, switch)) == pytest.approx(0.4)
 

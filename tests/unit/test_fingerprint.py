@@ -1,4 +1,4 @@
-"""labs.fingerprint and labs.lab.checked: a running lab whose files changed since lab.up, or
+"""labs.fingerprint and labs.live.checked: a running lab whose files changed since lab.up, or
 that came from another folder, is refused in one line naming the file; --reuse warns."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from rocelab.labs import fingerprint
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from rocelab.labs import state as states
 from rocelab.labs import topology
 from rocelab.labs.errors import LabError
@@ -57,9 +57,9 @@ def test_a_bound_folder_counts_every_file_in_it(tmp_path):
 def test_an_unchanged_lab_passes(tmp_path):
     path = copy_lab(tmp_path)
     state = recorded(path)
-    lab = labs.checked(str(path))
+    lab = live.checked(str(path))
     assert lab.name == state.lab and lab.state.fingerprint == state.fingerprint
-    assert labs.checked(state.lab).name == state.lab  # by name too
+    assert live.checked(state.lab).name == state.lab  # by name too
 
 
 def test_an_edited_config_is_refused_in_one_line_naming_the_file(tmp_path):
@@ -71,7 +71,7 @@ def test_an_edited_config_is_refused_in_one_line_naming_the_file(tmp_path):
         entry.pop("pfc_enable", None)
     config.write_text(json.dumps(data))
     with pytest.raises(LabError) as err:
-        labs.checked(state.lab)
+        live.checked(state.lab)
     assert str(err.value) == (f"lab {state.lab} is stale: configs/leaf2/config_db.json "
                               f"changed since lab.up: invoke lab.down {state.lab} and lab.up "
                               "again, or pass --reuse")
@@ -83,7 +83,7 @@ def test_reuse_warns_and_goes_on(tmp_path):
     (path.parent / "nic/default.yml").write_text(
         (path.parent / "nic/default.yml").read_text() + "\n# edited\n")
     said = []
-    assert labs.checked(state.lab, reuse=True, warn=said.append).name == state.lab
+    assert live.checked(state.lab, reuse=True, warn=said.append).name == state.lab
     assert said == [f"warning: lab {state.lab} is stale: nic/default.yml changed since "
                     "lab.up (--reuse: checking it anyway)"]
 
@@ -95,7 +95,7 @@ def test_several_changes_name_the_first_and_count_the_rest(tmp_path):
         (path.parent / "configs" / switch / "config_db.json").write_text("{}")
     with pytest.raises(LabError, match=r"stale: configs/leaf1/config_db.json changed since "
                                        r"lab.up \(and 1 more\)"):
-        labs.checked(state.lab)  # the configs no longer load either: stale is the news
+        live.checked(state.lab)  # the configs no longer load either: stale is the news
 
 
 def test_a_deleted_file_and_a_newly_referenced_one_are_changes(tmp_path):
@@ -103,7 +103,7 @@ def test_a_deleted_file_and_a_newly_referenced_one_are_changes(tmp_path):
     state = recorded(path)
     (path.parent / "nic/default.yml").rename(path.parent / "nic/h1.yml")
     with pytest.raises(LabError, match="stale: nic/default.yml changed"):
-        labs.checked(state.lab)
+        live.checked(state.lab)
     (path.parent / "nic/h1.yml").rename(path.parent / "nic/default.yml")
     (path.parent / "configs/spine1/extra.json").write_text("{}")
     doc = yaml.safe_load(path.read_text())
@@ -112,7 +112,7 @@ def test_a_deleted_file_and_a_newly_referenced_one_are_changes(tmp_path):
     state.fingerprint.pop(str(path))  # the clab file "unchanged": only the new file tells
     state.save()
     with pytest.raises(LabError, match="stale: configs/spine1/extra.json is new since lab.up"):
-        labs.checked(state.lab)
+        live.checked(state.lab)
 
 
 def test_a_lab_brought_up_from_another_folder_is_refused(tmp_path):
@@ -120,7 +120,7 @@ def test_a_lab_brought_up_from_another_folder_is_refused(tmp_path):
     recorded(path)
     other = copy_lab(tmp_path / "b", name="same")
     with pytest.raises(LabError) as err:
-        labs.checked(str(other))
+        live.checked(str(other))
     assert str(err.value).startswith(f"lab same was brought up from {path}, not from {other}")
 
 
@@ -130,4 +130,4 @@ def test_a_lab_without_a_recorded_fingerprint_is_refused(tmp_path):
     state.fingerprint = {}
     state.save()
     with pytest.raises(LabError, match="has no record of the files it was brought up from"):
-        labs.checked(state.lab)
+        live.checked(state.lab)

@@ -16,6 +16,7 @@ from rocelab.checks import lint
 from rocelab.fabric.config import port_name
 from rocelab.fabric.model.switch import Switch
 from rocelab.labs import generate as gen
+from rocelab.labs.generate_spec import Spec
 from rocelab.labs.topology import DEFAULT_TIME_SCALE, Topology, load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +82,7 @@ def generated(tmp_path_factory):
     base = tmp_path_factory.mktemp("gen")
     labs = []
     for i, (kwargs, tiers) in enumerate(MATRIX):
-        spec = gen.Spec(f"gen{i}", **kwargs)
+        spec = Spec(f"gen{i}", **kwargs)
         labs.append((spec, tiers, gen.write(spec, base / spec.name).path))
     return labs
 
@@ -161,7 +162,7 @@ def test_hosts_live_in_their_rack_with_its_gateway(generated):
 
 
 def test_the_classes_follow_the_options_not_the_shipped_values(tmp_path):
-    spec = gen.Spec("cls", roce_dscp=34, roce_priority=4, cnp_dscp=46, cnp_priority=5)
+    spec = Spec("cls", roce_dscp=34, roce_priority=4, cnp_dscp=46, cnp_priority=5)
     path = gen.write(spec, tmp_path / "cls").path
     topo = load(path)
     nic = topo.hosts[0].nic
@@ -254,7 +255,7 @@ def test_a_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Path, "write_text", fail_third)
     with pytest.raises(OSError):
-        gen.write(gen.Spec("lab"), tmp_path / "lab")
+        gen.write(Spec("lab"), tmp_path / "lab")
     assert len(written) == 2 and list(tmp_path.iterdir()) == []
 
 

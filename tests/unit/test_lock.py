@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rocelab.labs import lab as labs
+from rocelab.labs import live
 from rocelab.labs import lock
 from rocelab.labs import state as states
 from rocelab.labs.lock import LabBusy
@@ -113,7 +113,7 @@ def test_cleanup_reports_a_busy_lab_and_still_removes_the_others(holder):
     for name in ("busy", "free"):
         LabState.new(name, f"/x/{name}.clab.yml").save()
     proc = holder("busy")
-    done = labs.cleanup(everything=True)
+    done = live.cleanup(everything=True)
     assert done.removed == ["free"]
     assert list(done.failed) == ["busy"]
     assert f"held by pid {proc.pid}" in done.failed["busy"]
@@ -145,6 +145,6 @@ def test_cleanup_passes_over_a_healthy_lab_in_use_without_calling_it_a_failure(h
     state.status = "up"  # no agents: nothing dead
     state.save()
     holder("inuse", exclusive=False)
-    done = labs.cleanup()
+    done = live.cleanup()
     assert done.removed == [] and done.failed == {}
     assert states.load("inuse") is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocelab.labs import lab as labs
+from rocelab.labs.runtimes.sim import simulated
 from rocelab.labs import show
 from rocelab.traffic import patterns
 
@@ -12,7 +12,7 @@ from rocelab.traffic import patterns
 @pytest.fixture(scope="module")
 def ran():
     """roce-v2-leafspine in virtual time, counters before and after a small incast."""
-    lab = labs.simulated("roce-v2-leafspine")
+    lab = simulated("roce-v2-leafspine")
     names = [s.name for s in lab.topology.switches]
     before = {s: lab.agent(s).counters() for s in names}
     receiver = sorted(h.name for h in lab.topology.hosts)[0]

@@ -8,7 +8,9 @@ import random
 
 import pytest
 
-from rocelab.labs import lab as labs
+from rocelab.labs.runtimes.sim import simulated
+
+from rocelab.labs.runtimes.registry import runtime_for
 from rocelab.labs import topology
 from rocelab.labs.runtimes import sim
 from rocelab.labs.errors import LabError
@@ -98,20 +100,20 @@ def test_a_lab_the_simulator_cannot_model_is_one_line_naming_the_file(lab_copy):
         doc["topology"]["nodes"]["h1"]["exec"].append("tc qdisc add dev eth1 root fq")
     clab = lab_copy(edit=edit)
     with pytest.raises(LabError) as e:
-        labs.simulated(str(clab))
+        simulated(str(clab))
     assert str(e.value).startswith(f"{clab}: node h1: exec[3]") and "\n" not in str(e.value)
 
 
 def test_unknown_runtime_and_lab_up_of_the_sim_say_where_to_go():
     with pytest.raises(LabError, match="unknown runtime 'kvm'"):
-        labs.runtime_for("kvm")
+        runtime_for("kvm")
     with pytest.raises(LabError, match="--runtime sim"):
-        labs.runtime_for("sim")
+        runtime_for("sim")
 
 
 @pytest.fixture(scope="module")
 def lab():
-    return labs.simulated(str(DEFAULT))
+    return simulated(str(DEFAULT))
 
 
 def test_pings_cross_the_simulated_fabric_with_the_live_hop_counts(lab):
@@ -142,7 +144,7 @@ def test_same_lab_and_seed_give_byte_identical_results():
     assert json.dumps(jittered, sort_keys=True) != json.dumps(first, sort_keys=True)
     with pytest.raises(LabError, match=r"roce-v2-leafspine\.clab\.yml: timing jitter cannot "
                                        r"be negative"):
-        labs.simulated(str(DEFAULT), jitter_s=-1e-9)
+        simulated(str(DEFAULT), jitter_s=-1e-9)
 
 
 def test_an_incast_at_real_line_rate_fills_the_bottleneck_without_loss():

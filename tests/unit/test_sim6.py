@@ -12,7 +12,7 @@ from rocelab.fabric.model.frames import (ETH_P_IPV6, ICMPV6_ECHO_REPLY, ICMPV6_E
                                          ethernet_frame, icmpv6_message, icmpv6_valid,
                                          ipv6_packet, multicast_mac6, neighbor_advertisement,
                                          neighbor_solicitation, parse_ndp, solicited_node6)
-from rocelab.labs import lab as labs
+from rocelab.labs.runtimes.sim import simulated
 from rocelab.labs import topology
 from rocelab.labs.sim.engine import Engine
 from rocelab.labs.sim.host import ARP_TRIES, SimHost
@@ -140,7 +140,7 @@ def test_a_host_answers_an_echo_request_to_it():
 
 @pytest.fixture(scope="module")
 def lab6():
-    return labs.simulated(str(V6))
+    return simulated(str(V6))
 
 
 def test_ping6_crosses_the_simulated_fabric_with_the_live_hop_counts(lab6):
@@ -188,7 +188,7 @@ def dual_stack(doc):
 
 
 def test_a_dual_stack_host_speaks_both_families_on_one_interface(lab_copy):
-    lab = labs.simulated(str(lab_copy(edit=dual_stack)))
+    lab = simulated(str(lab_copy(edit=dual_stack)))
     addrs = lab.host_addresses()
     assert ipaddress.ip_address(addrs["h1"]).version == 4  # IPv4 first, as live
     assert [a.version for a in lab.host_interfaces()["h1"]] == [4, 6]

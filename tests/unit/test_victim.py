@@ -5,19 +5,17 @@ from __future__ import annotations
 from rocelab.checks import congestion as cg
 from rocelab.checks import victim as vm
 from rocelab.fabric.config import port_name
-from rocelab.labs import lab as labs
-
-
+from rocelab.labs.runtimes.sim import simulated
 def scenario(name: str) -> tuple[cg.Incast, vm.Victim | None]:
-    incast = cg.incast_of(labs.simulated(name))
-    return incast, vm.victim_of(labs.simulated(name).topology, incast)
+    incast = cg.incast_of(simulated(name))
+    return incast, vm.victim_of(simulated(name).topology, incast)
 
 
 def test_pfc_victim_lab_is_pause_only():
     incast, victim = scenario("pfc-victim")
     assert victim is not None
     assert victim.dst != incast.receiver and victim.src not in victim.senders
-    topo = labs.simulated("pfc-victim").topology
+    topo = simulated("pfc-victim").topology
     assert vm.attachment(topo, victim.dst)[0] == incast.switch
     assert vm.attachment(topo, victim.src)[0] != incast.switch
     assert victim.shared and victim.pause_only, victim.why
@@ -32,7 +30,7 @@ def test_leafspine_victim_crosses_ecmp_uplinks_so_is_not_pause_only():
 
 def test_shared_pause_counts_only_the_shared_links():
     incast, victim = scenario("pfc-victim")
-    sim = labs.simulated("pfc-victim")
+    sim = simulated("pfc-victim")
     before = {s.name: sim.agent(s.name).counters() for s in sim.topology.switches}
     after = {s: {**c, "ports": {p: {**e, "pfc_tx": list(e["pfc_tx"]),
                                     "paused_s": list(e["paused_s"])}
