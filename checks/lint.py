@@ -19,7 +19,7 @@ from typing import Literal
 
 from ..fabric import tables
 from ..fabric.config import BufferProfile, ConfigError, SwitchConfig, port_name
-from ..fabric.config import load as load_config
+from ..fabric.config_load import load as load_config
 from ..fabric.qos import (HeadroomParams, bound, pauses_sender, pg_of_tc, port_setting,
                           qos_ports, queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
 from .classes import RoceClass, expectations

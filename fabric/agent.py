@@ -38,8 +38,9 @@ from pathlib import Path
 
 from . import afpacket
 from .client import fidelity
-from .config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig, load,
+from .config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig,
                      port_name)
+from .config_load import load
 from .control import ControlError, ControlServer, TraceLimits
 from .model.cable import DelayLine, propagation_s
 from .model.scheduler import Lateness, wire_rate_bps

@@ -17,7 +17,7 @@ from typing import Any
 from ..fabric import tables
 from ..fabric.config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError,
                              SwitchConfig, port_name)
-from ..fabric.config import load as load_switch_config
+from ..fabric.config_load import load as load_switch_config
 from ..fabric.model.pause import MIN_REFRESHABLE_PAUSE_S, min_refreshable_scale
 from ..fabric.userinput import brief
 from ..fabric import yamlfile

@@ -9,7 +9,7 @@ Mb/s, bytes; DCQCN in firmware mode exactly as ``mlxconfig`` names them);
 ``DcqcnSettings.to_params`` converts them to ``nic.dcqcn``'s params of the mode.
 
 Every error is one line, ``<file>: roce.dscp: must be between 0 and 63 (got 64)``, worded
-as the switch configs' are (``fabric.config.pydantic_problem``).
+as the switch configs' are (``fabric.config_fields.pydantic_problem``).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ..fabric.config import pydantic_problem
+from ..fabric.config_fields import pydantic_problem
 from ..fabric import yamlfile
 from .dcqcn import DcqcnParams, FirmwareParams
 

@@ -15,7 +15,7 @@ from invoke import Program
 from pyroute2 import netns
 
 import tasks
-from rocelab.fabric import config
+from rocelab.fabric import config, config_load
 from rocelab.labs import live
 from rocelab.nic import settings as nic
 from rocelab.labs import topology
@@ -248,7 +248,7 @@ def test_bad_switch_config(case, lab_copy, capsys, state_dir):
     result = edit(path.read_text())
     path.write_bytes(result if isinstance(result, bytes) else result.encode())
     with pytest.raises(config.ConfigError) as err:
-        config.load(path)
+        config_load.load(path)
     message = one_line(str(err.value))
     assert message.startswith(f"{path}: ") and expected in message
     assert_refused(capsys, state_dir, clab, clab.stem.removesuffix(".clab"),

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from pyroute2.netlink.rtnl.rtmsg import rtmsg
 
-from rocelab.fabric.config import ConfigError, parse
+from rocelab.fabric.config import ConfigError
+from rocelab.fabric.config_load import parse
 from rocelab.fabric.frrconfig import render
 from rocelab.fabric.model.router import LearnedRoute
 from rocelab.fabric.model.switch import Switch

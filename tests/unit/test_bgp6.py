@@ -15,7 +15,8 @@ from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, I
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from rocelab.fabric.config import ConfigError, parse
+from rocelab.fabric.config import ConfigError
+from rocelab.fabric.config_load import parse
 from rocelab.fabric.frrconfig import FROM_PEER_V6, render
 from rocelab.fabric.model.router import LearnedRoute
 from rocelab.fabric.model.switch import Switch

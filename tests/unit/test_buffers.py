@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from rocelab.fabric.config import BufferPool, BufferProfile, PortQos, Qos, load
+from rocelab.fabric.config import BufferPool, BufferProfile, PortQos, Qos
+from rocelab.fabric.config_load import load
 from rocelab.fabric.model.buffers import (ACCEPT, ACCEPT_HEADROOM, DROP_HEADROOM_EXHAUSTED,
                                           DROP_LOSSY_LIMIT, UNLIMITED_POOL, IngressBuffers)
 

@@ -4,7 +4,7 @@ RoCEv2 is classified by DSCP, RoCEv1 (EtherType 0x8915, no IP header) by the PCP
 802.1Q or priority tag, as PORT_QOS_MAP binds the maps: per port, falling back field by
 field to PORT_QOS_MAP|global. Uses the lab's real leaf1 config_db.json (DSCP d -> TC d//8,
 TC3 -> PG3, every other TC -> PG0, TC -> queue identity) and hand-written config_db
-content run through fabric.config.parse.
+content run through fabric.config_load.parse.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 
-from rocelab.fabric.config import load, parse
+from rocelab.fabric.config_load import load, parse
 from rocelab.fabric.model import Switch
 from rocelab.fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier, resolve_maps
 from tests.unit.test_forwarding import (

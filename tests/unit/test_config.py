@@ -1,4 +1,4 @@
-"""fabric.config: the real topology configs load as expected, and every kind of mistake is
+"""fabric.config_load: the real topology configs load as expected, and every kind of mistake is
 reported as one line naming the file, the TABLE|key and the field."""
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 
 from rocelab.fabric.config import (BufferPool, BufferProfile, ConfigError, PfcWatchdog, Port,
                                    QueueConfig, Scheduler, StaticRoute, SwitchConfig,
-                                   WredColor, iface_name, load, parse, port_name)
+                                   WredColor, iface_name, port_name)
+from rocelab.fabric.config_load import load, parse
 
 CONFIGS = Path(__file__).resolve().parents[2] / "topologies" / "roce-v2-leafspine" / "configs"
 SWITCHES = ["leaf1", "leaf2", "spine1", "spine2"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from rocelab.fabric.config import BufferProfile, parse
+from rocelab.fabric.config import BufferProfile
+from rocelab.fabric.config_load import parse
 from rocelab.fabric.model import Switch
 from rocelab.fabric.model.egress_buffers import EgressPool, QueueBuffer
 from tests.unit.test_forwarding import LEAF1_JSON

@@ -11,13 +11,12 @@ import struct
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
 
-import pytest
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
-from rocelab.fabric import config as fabric_config
 from rocelab.fabric.config import Port, StaticRoute, SwitchConfig, Vlan
+from rocelab.fabric.config_load import load
 from rocelab.fabric.model import Switch
 from rocelab.fabric.model.frames import ip_int
 from rocelab.fabric.model.router import ecmp_index
@@ -745,10 +744,7 @@ def test_counters_add_up():
 
 
 def test_leaf1_config_json_loads_and_routes():
-    """Uses fabric.config.load on the lab's real leaf1 config_db.json, once it exists."""
-    load = getattr(fabric_config, "load", None)
-    if load is None:
-        pytest.skip("fabric.config.load is not written yet")
+    """Uses fabric.config_load.load on the lab's real leaf1 config_db.json."""
     sw = Switch(load(LEAF1_JSON))
     out = sw.receive("Ethernet8", arp(1, H1, H1_IP, "10.1.1.1"), 0.0)
     assert ("Ethernet8" in dict(out)) and Ether(dict(out)["Ethernet8"])[ARP].op == 2

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from rocelab.fabric.config import parse
+from rocelab.fabric.config_load import parse
 from rocelab.fabric.model import Switch
 from rocelab.fabric.model.frames import (ETH_P_IPV4, IPPROTO_UDP, PFC_MAC, ethernet_frame,
                                          ip_int, mac_bytes, parse_mac_control, ipv4_packet,

@@ -18,8 +18,8 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from rocelab.fabric import config as fabric_config
 from rocelab.fabric.config import Port, PortQos, Qos, StaticRoute, SwitchConfig, Vlan
+from rocelab.fabric.config_load import parse
 from rocelab.fabric.model import Switch
 from rocelab.fabric.model.frames import link_local6, mac_bytes
 from rocelab.fabric.model.router6 import flow_hash6
@@ -259,7 +259,7 @@ def test_ipv6_config_db_loads(tmp_path):
         "STATIC_ROUTE": {"2001:db8:1:2::/64": {"nexthop": "2001:db8:ff::"},
                          "::/0": {"nexthop": "fe80::1", "ifname": "Ethernet0"}},
     }
-    cfg = fabric_config.parse(data, "s/config_db.json")
+    cfg = parse(data, "s/config_db.json")
     assert [str(a) for a in cfg.interfaces["Ethernet0"]] == ["2001:db8:ff::1/127",
                                                              "10.0.0.1/31"]
     assert {str(r.prefix) for r in cfg.static_routes} == {"2001:db8:1:2::/64", "::/0"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rocelab.fabric.config import load
+from rocelab.fabric.config_load import load
 from rocelab.fabric.model.pause import PauseState
 from rocelab.fabric.model.scheduler import (SAI_DEFAULT, Discipline, Lateness, PortScheduler,
                                             disciplines, wire_rate_bps)
