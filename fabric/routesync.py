@@ -33,7 +33,7 @@ from pyroute2.netlink.rtnl import RTMGRP_IPV4_ROUTE, RTMGRP_IPV6_ROUTE, RTMGRP_L
 from pyroute2.netlink.rtnl.marshal import MarshalRtnl
 
 from .config import IPNetwork, port_name
-from .model.router import LearnedRoute
+from .model.routes import LearnedRoute
 from .model.switch import Switch
 
 MAIN_TABLE = 254

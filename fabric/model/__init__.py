@@ -10,7 +10,14 @@ a virtual-time runtime.
 - ``classify``: ingress classification (DSCP or PCP -> TC -> PG, TC -> egress queue) from
   PORT_QOS_MAP, per port with ``global`` fallback, precomputed into lookup lists.
 - ``bridge``: per-VLAN learning bridge (FDB with aging, egress tagging).
-- ``router``: L3 interfaces, routing table with ECMP, ARP neighbours and their timers.
+- ``interfaces``: L3 interfaces (routed ports, VLAN SVIs): addresses, sending a frame.
+- ``ecmp``: the flow hashes that spread a route's equal-cost next hops (IPv4, IPv6).
+- ``neighbors``: ARP/NDP neighbour entries, their states and timings.
+- ``routes``: routes and the longest-prefix-match table.
+- ``router_base``: what both routers share: table rebuild, route and neighbour caches, the
+  neighbour timers, routing-protocol routes.
+- ``router`` (IPv4: forwarding, ARP, ICMP) and ``router6`` (IPv6: forwarding, neighbour
+  discovery, ICMPv6), each on ``router_base.RouterBase``.
 - lossless stages, each tested on its own: ``buffers`` (ingress admission per PG,
   XOFF/XON, headroom), ``wred`` (ECN marking), ``scheduler`` (paced STRICT/DWRR), ``pause``
   (received and sent PFC), ``watchdog`` (PFC storms), and ``egress`` (one port's queues,

@@ -16,9 +16,13 @@ frame's ``(tc, pg)`` from ingress classification (``classify``), and returns a d
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .counters import FORWARDED, MTU_EXCEEDED, NO_EGRESS, PORT_DOWN, SAME_PORT
 from .frames import MIN_FRAME_LEN, U16, VLAN_TCI, ETH_P_8021Q
-from .ports import PortState
+
+if TYPE_CHECKING:
+    from .ports import PortState
 
 # Member tagging modes as small ints (compared per packet).
 UNTAGGED = 0

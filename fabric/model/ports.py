@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .egress import EgressPort
     from .pause import PfcSender
     from .classify import PortClassifier
-    from .router import L3Interface
+    from .interfaces import L3Interface
 
 # A port's role. Strings so that they read well in counters and errors.
 ROUTED = "routed"  # in INTERFACE: an L3 port of its own

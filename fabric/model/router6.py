@@ -2,13 +2,15 @@
 
 The IPv6 half of the switch's router, over the same L3 interfaces as ``router.Router``
 (each interface's ``addresses6``, plus its fe80::/64 link-local address made from the
-router MAC). It
+router MAC), and built on the same base (``router_base.RouterBase``: tables, route and
+neighbour caches, timers). It
 
 - routes IPv6 by longest prefix match over the connected subnets of INTERFACE and
   VLAN_INTERFACE and the IPv6 entries of STATIC_ROUTE (lowest distance wins a tie;
   connected routes have distance 0), spreading a route's next hops by a hash of the flow:
   source, destination, next header and, for UDP and TCP, the ports (the IPv6 5-tuple; RoCEv2
-  varies the UDP source port per QP), plus the flow label when ``hash_flow_label`` is on;
+  varies the UDP source port per QP), plus the flow label when ``hash_flow_label`` is on
+  (``ecmp.flow_hash6``);
 - decrements the hop limit (IPv6 has no header checksum) and rewrites the MACs, leaving
   the traffic class (DSCP, ECN) alone; hop limit <= 1 is answered with ICMPv6 time
   exceeded from the ingress interface's address;
@@ -26,40 +28,32 @@ UDP/TCP hashes on the 3-tuple and is routed all the same.
 """
 from __future__ import annotations
 
-import zlib
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from ..config import StaticRoute
 from .classify import CPU_CLASS
-from .counters import (CpuCounters, FORWARDED, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED,
-                       NDP_NOT_FOR_US, NDP_QUEUE_FULL, NDP_UNRESOLVED, TO_CPU,
-                       TO_ROUTER_UNSUPPORTED, TTL_EXPIRED)
+from .counters import (FORWARDED, IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED, NDP_NOT_FOR_US,
+                       NDP_QUEUE_FULL, NDP_UNRESOLVED, TO_CPU, TTL_EXPIRED)
+from .ecmp import flow_hash6
 from .frames import (ETH_P_IPV6, ICMPV6_ECHO_REQUEST, ICMPV6_TIME_EXCEEDED, IPPROTO_ICMPV6,
-                     IPPROTO_TCP, IPPROTO_UDP, IPV6_HEADER_LEN, LINK_LOCAL6, NA_OVERRIDE,
-                     NA_ROUTER, NA_SOLICITED, NDP_HOP_LIMIT, NDP_NS, ALL_NODES6,
-                     icmpv6_echo_reply, icmpv6_error, icmpv6_valid, ip6_text, ipv6_packet,
-                     multicast_mac6, neighbor_advertisement, neighbor_solicitation, parse_ndp)
-from .ports import PortState
-from .router import (ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S, ARP_TRIES as
-                     NDP_TRIES, MASKS6, NEW, PROBE, L3Interface, LearnedRoute, Neighbor,
-                     LearnedRoutes, NeighborCache, Route, RoutingTable)
+                     IPV6_HEADER_LEN, LINK_LOCAL6, NA_OVERRIDE, NA_ROUTER, NA_SOLICITED,
+                     NDP_HOP_LIMIT, NDP_NS, ALL_NODES6, icmpv6_echo_reply, icmpv6_error,
+                     icmpv6_valid, ip6_text, ipv6_packet, multicast_mac6,
+                     neighbor_advertisement, neighbor_solicitation, parse_ndp)
+from .interfaces import MASKS6
+from .neighbors import (ARP_MAX_HELD as NDP_MAX_HELD, ARP_RETRY_S as NDP_RETRY_S,
+                        ARP_TRIES as NDP_TRIES, PROBE)
+from .router_base import RouterBase
+from .routes import Route
+
+if TYPE_CHECKING:
+    from ..config import StaticRoute
+    from .counters import CpuCounters
+    from .interfaces import L3Interface
+    from .neighbors import Neighbor
+    from .ports import PortState
 
 _LINK_LOCAL_MASK = MASKS6[10]  # fe80::/10
 _HOP_BYTE = [bytes((i,)) for i in range(256)]
-
-
-def flow_hash6(packet: bytes, offset: int = 0, salt: int = 0,
-               flow_label: bool = False) -> int:
-    """The ECMP hash of the IPv6 packet at ``offset``: zlib.crc32 of the source and
-    destination addresses, the next header and, for UDP/TCP, the two ports, as they sit in
-    the header (plus the 20-bit flow label when ``flow_label``)."""
-    nh = packet[offset + 6]
-    key = packet[offset + 8:offset + 40] + _HOP_BYTE[nh]
-    if nh == IPPROTO_UDP or nh == IPPROTO_TCP:
-        key += packet[offset + 40:offset + 44]
-    if flow_label:
-        key += bytes((packet[offset + 1] & 0x0F,)) + packet[offset + 2:offset + 4]
-    return zlib.crc32(key, salt)
 
 
 def _is_multicast(ip: int) -> bool:
@@ -70,7 +64,7 @@ def _is_link_local(ip: int) -> bool:
     return ip & _LINK_LOCAL_MASK == LINK_LOCAL6
 
 
-class Router6(NeighborCache, LearnedRoutes):
+class Router6(RouterBase):
     """Everything IPv6 of one switch. ``Switch`` hands it IPv6 frames to the router MAC
     (``ipv6_in``) and IPv6 multicast seen on an L3 interface (``multicast_in``)."""
 
@@ -81,24 +75,11 @@ class Router6(NeighborCache, LearnedRoutes):
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
                  cpu: CpuCounters, ecmp_salt: int = 0, hash_flow_label: bool = False,
                  kernel_stack: bool = False) -> None:
-        """``static_routes``: the IPv6 ones; ``local_ips``: every IPv6 address of the
-        switch (interfaces, link-locals, loopbacks); ``hash_flow_label``: put the flow
-        label in the ECMP hash too; ``kernel_stack``: as ``Router``'s (BGP's TCP to the
-        switch's addresses is the kernel's, not a drop)."""
-        self.kernel_stack = kernel_stack
-        self.router_mac = router_mac
-        self.ecmp_salt = ecmp_salt
+        """As ``RouterBase``'s (``local_ips``: the switch's IPv6 addresses, link-locals
+        included), plus ``hash_flow_label``: put the flow label in the ECMP hash too."""
         self.hash_flow_label = hash_flow_label
-        self.interfaces = {iface.name: iface for iface in interfaces}
-        self.local_ips = frozenset(local_ips)
-        self.cpu = cpu
-        self.warnings: list[str] = []
-        self.neighbors: dict[tuple[str, int], Neighbor] = {}
-        self._statics = [self._static_route(sr) for sr in static_routes]
-        self._learned: dict[tuple[int, int], LearnedRoute] = {}  # FRR's, as in ``Router``
-        self.table = RoutingTable(MASKS6)
-        self._cache: dict[int, tuple[Neighbor, ...] | str] = {}
-        self.rebuild()
+        super().__init__(router_mac, interfaces, static_routes, local_ips, cpu, ecmp_salt,
+                         kernel_stack)
 
     # --- tables -------------------------------------------------------------------------
 
@@ -138,17 +119,12 @@ class Router6(NeighborCache, LearnedRoutes):
         return Route(int(sr.prefix.network_address), sr.prefix.prefixlen, sr.distance,
                      "static", tuple(hops), sr.blackhole, 6)
 
-    def _connected_interface(self, ip: int) -> L3Interface | None:
-        best, best_len = None, -1
-        for iface in self.interfaces.values():
-            for _, net, mask, plen in iface.addresses6:
-                if ip & mask == net and plen > best_len:
-                    best, best_len = iface, plen
-        return best
-
     @staticmethod
-    def _subnets(iface: L3Interface) -> list[tuple[int, int]]:
-        return [(net, plen) for _, net, _, plen in iface.addresses6]
+    def _addresses(iface: L3Interface) -> tuple[tuple[int, int, int, int], ...]:
+        return iface.addresses6
+
+    def _flow_hash(self, packet: bytes) -> int:
+        return flow_hash6(packet, 0, self.ecmp_salt, self.hash_flow_label)
 
     @staticmethod
     def _routable(dst: int) -> bool:
@@ -267,11 +243,6 @@ class Router6(NeighborCache, LearnedRoutes):
         self._learn(nh, mac, out, now)
         return TO_CPU
 
-    @property
-    def _unanswered(self) -> str:
-        """What a packet to our address that the router does not serve counts as."""
-        return TO_CPU if self.kernel_stack else TO_ROUTER_UNSUPPORTED
-
     @staticmethod
     def _on_link(iface: L3Interface, ip: int) -> bool:
         return _is_link_local(ip) or any(ip & mask == net
@@ -314,21 +285,3 @@ class Router6(NeighborCache, LearnedRoutes):
             return
         message = icmpv6_error(source, src, ICMPV6_TIME_EXCEEDED, 0, frame[off:off + total])
         self.originate(ipv6_packet(source, src, IPPROTO_ICMPV6, message), src, out, now)
-
-    def originate(self, packet: bytes, dst: int, out: list, now: float) -> None:
-        """Route a packet the switch built itself (no hop limit decrement); counted as cpu."""
-        hops = self.resolve(dst)
-        if hops.__class__ is str:
-            self.cpu.count(hops)
-            return
-        nh = hops[flow_hash6(packet, 0, self.ecmp_salt, self.hash_flow_label) % len(hops)] \
-            if len(hops) > 1 else hops[0]
-        self.cpu.count(self._send_ip(nh, packet, 0, CPU_CLASS, self.cpu, out, now))
-
-    # --- views -----------------------------------------------------------------------------
-
-    def ndp_table(self, now: float) -> list[dict]:
-        return [nh.as_dict(now) for nh in self.neighbors.values() if nh.state != NEW]
-
-    def route_table(self) -> list[dict]:
-        return [r.as_dict() for r in self.table.routes()]

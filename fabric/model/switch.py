@@ -63,10 +63,12 @@ from .frames import (BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_
                      ETH_P_IPV6, ETH_P_MAC_CONTROL, IPV6_MULTICAST_MAC_PREFIX,
                      LINK_LOCAL_PREFIX, MAC_CONTROL_PFC, mac_bytes, mac_text,
                      parse_mac_control, pfc_frame)
+from .interfaces import L3Interface
 from .pause import PfcSender
 from .ports import ROUTED, SWITCHED, PortState
-from .router import L3Interface, LearnedRoute, Router
+from .router import Router
 from .router6 import Router6
+from .routes import LearnedRoute
 from .scheduler import Lateness
 from .watchdog import FABRIC, WATCHDOG_PROFILES
 
@@ -429,8 +431,8 @@ class Switch:
             "pools": {name: pool.as_dict() for name, pool in self._buffers.pools.items()},
             "egress_pools": {name: pool.as_dict() for name, pool in self._egress_pools.items()},
             "fdb": fdb,
-            "arp": self._router.arp_table(now),
-            "ndp": self._router6.ndp_table(now),
+            "arp": self._router.neighbor_table(now),
+            "ndp": self._router6.neighbor_table(now),
             "routes": self._router.route_table() + self._router6.route_table(),
             "vlans": {b.name: {"vid": b.vid, "members": {p.name: MODE_NAMES[m]
                                                          for p, m in b.members}}

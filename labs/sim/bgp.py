@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
 
 from ...fabric.config import IPNetwork, SwitchConfig, port_name
-from ...fabric.model.router import LearnedRoute
+from ...fabric.model.routes import LearnedRoute
 from .hostconfig import SimError
 from ..topology import Topology
 

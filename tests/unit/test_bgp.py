@@ -14,7 +14,7 @@ from pyroute2.netlink.rtnl.rtmsg import rtmsg
 from rocelab.fabric.config import ConfigError
 from rocelab.fabric.config_load import parse
 from rocelab.fabric.frrconfig import render
-from rocelab.fabric.model.router import LearnedRoute
+from rocelab.fabric.model.routes import LearnedRoute
 from rocelab.fabric.model.switch import Switch
 from rocelab.fabric.routesync import decode, switch_interface
 from rocelab.labs import topology

@@ -18,7 +18,7 @@ from scapy.packet import Raw
 from rocelab.fabric.config import ConfigError
 from rocelab.fabric.config_load import parse
 from rocelab.fabric.frrconfig import FROM_PEER_V6, render
-from rocelab.fabric.model.router import LearnedRoute
+from rocelab.fabric.model.routes import LearnedRoute
 from rocelab.fabric.model.switch import Switch
 from rocelab.fabric.routesync import decode, switch_interface
 from rocelab.labs import topology

@@ -19,7 +19,7 @@ from rocelab.fabric.config import Port, StaticRoute, SwitchConfig, Vlan
 from rocelab.fabric.config_load import load
 from rocelab.fabric.model import Switch
 from rocelab.fabric.model.frames import ip_int
-from rocelab.fabric.model.router import ecmp_index
+from rocelab.fabric.model.ecmp import ecmp_index
 
 RMAC = "02:52:4c:00:01:01"  # leaf1's system MAC, on every L3 interface
 H1, H1_IP = "02:00:00:00:00:11", "10.1.1.11"  # leaf1 Ethernet8 (eth3)

@@ -9,7 +9,7 @@ from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
 from rocelab.fabric.model import frames as f
-from rocelab.fabric.model.router import ecmp_index, flow_hash, packet_flow_hash
+from rocelab.fabric.model.ecmp import ecmp_index, flow_hash, packet_flow_hash
 
 
 def naive_checksum(data: bytes) -> int:

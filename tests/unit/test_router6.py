@@ -22,7 +22,7 @@ from rocelab.fabric.config import Port, PortQos, Qos, StaticRoute, SwitchConfig,
 from rocelab.fabric.config_load import parse
 from rocelab.fabric.model import Switch
 from rocelab.fabric.model.frames import link_local6, mac_bytes
-from rocelab.fabric.model.router6 import flow_hash6
+from rocelab.fabric.model.ecmp import flow_hash6
 
 RMAC = "02:52:4c:00:01:01"
 H1, H1_IP = "02:00:00:00:00:11", "2001:db8:1:1::11"  # Ethernet8

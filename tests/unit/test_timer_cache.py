@@ -5,7 +5,7 @@ a port going down forgets its neighbours."""
 from __future__ import annotations
 
 from rocelab.fabric.model.pause import MAX_QUANTA, pause_seconds
-from rocelab.fabric.model.router import ARP_LIFETIME_S, ARP_RETRY_S
+from rocelab.fabric.model.neighbors import ARP_LIFETIME_S, ARP_RETRY_S
 from tests.unit.test_forwarding import (
     H1, H1_IP, H3_IP, NEXTHOPS, RMAC, SPINE_MAC, SPINE_PORT, arp, expected_spine,
     leaf1 as routed_leaf1, udp,
