@@ -12,7 +12,8 @@ timer (``Switch.next_timer``: a PFC refresh, a watchdog poll, an ARP retry), a h
 arrival, the next sample of a running trace (``fabric.trace.Trace``). Each port's ingress lag, from the kernel's
 receive stamp of the oldest frame waiting in its ring to the moment the loop takes it, is
 part of the fidelity verdict (``fabric.client.fidelity``). The control socket
-(``fabric.control``) is served from the same loop, without blocking it; a port whose wire
+(``fabric.control``) is served from the same loop, without blocking it, and what each request
+does (counters, port up/down, traces) is ``fabric.commands``; a port whose wire
 vanished is taken down in the model rather than ending the agent, and brought back when its
 interface is up again.
 ``select.select`` rather than epoll: epoll rounds timeouts up to whole milliseconds, longer
@@ -37,7 +38,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import afpacket
-from .client import fidelity
+from .commands import Commands
 from .config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig,
                      port_name)
 from .config_load import load
@@ -47,7 +48,7 @@ from .model.scheduler import Lateness, wire_rate_bps
 from .model.switch import Switch
 from .realtime import realtime
 from .routesync import RouteSync
-from .trace import MIN_MAX_BYTES, Trace, TraceEnd, TracePathError, open_trace_file
+from .trace import MIN_MAX_BYTES
 
 IDLE_TICK_S = 1.0  # the longest sleep when the switch has no timer running
 BATCH = 64  # frames drained from one port before the loop looks at the others
@@ -122,12 +123,6 @@ class Agent:
         self.fds = {name: port.fd for name, port in ports.items()}  # drain's per-frame map
         self.lines = [(name, port.line) for name, port in ports.items() if port.line is not None]
         self.name = name
-        self.trace_roots = trace_roots or [control_path.parent]
-        self.limits = limits
-        self.trace: Trace | None = None
-        self.last_trace: TraceEnd | None = None  # ended by itself, until trace_stop asks
-        self.trace_failures = 0
-        self.admin_down: set[str] = set()  # ports taken down with the ``port`` command
         self.sel = selectors.SelectSelector()
         self.running = True
         self.started = time.monotonic()
@@ -135,13 +130,17 @@ class Agent:
         for port in ports.values():
             port.on_fault = self.port_failed
             self.sel.register(port.sock, selectors.EVENT_READ, ("port", port))
-        self.control = ControlServer(control_path, self.sel, self.handle, list(ports), limits,
-                                     self.log)
+        # what each control request does; its trace is polled by the loop below
+        self.commands = Commands(switch, ports, name, trace_roots or [control_path.parent],
+                                 limits, self.log, self.started)
+        self.control = ControlServer(control_path, self.sel, self.commands.handle, list(ports),
+                                     limits, self.log)
+        self.commands.control = self.control
         self.route_sync: RouteSync | None = None
 
     def sync_routes(self) -> None:
         """Program the forwarding table from the kernel's routes (FRR's), kept in sync."""
-        self.route_sync = RouteSync(self.switch, self.log)
+        self.route_sync = self.commands.route_sync = RouteSync(self.switch, self.log)
         self.sel.register(self.route_sync, selectors.EVENT_READ, ("routes", self.route_sync))
 
     def log(self, message: str) -> None:
@@ -161,8 +160,9 @@ class Agent:
             now = time.monotonic()
             self.arrive(now)
             self.pump(now)
-            if self.trace is not None and not self.trace.poll(now):
-                self.trace_ended()
+            trace = self.commands.trace
+            if trace is not None and not trace.poll(now):
+                self.commands.trace_ended()
             if now >= self.housekeeping_at:
                 self.housekeeping(now)
             if now >= next_tick:
@@ -180,8 +180,9 @@ class Agent:
         """Seconds until the next tick, the next housekeeping, the next trace sample or the
         earliest send time of a backlogged port."""
         wake = min(next_tick, self.housekeeping_at)
-        if self.trace is not None and self.trace.next_at < wake:
-            wake = self.trace.next_at
+        trace = self.commands.trace
+        if trace is not None and trace.next_at < wake:
+            wake = trace.next_at
         for _, line in self.lines:
             at = line.next_due()
             if at is not None and at < wake:
@@ -303,120 +304,11 @@ class Agent:
         self.fds[port.name] = fresh.fd
         self.sel.register(fresh.sock, selectors.EVENT_READ, ("port", fresh))
         port.close()
-        self.switch.set_port_up(port.name, port.name not in self.admin_down)
+        self.switch.set_port_up(port.name, port.name not in self.commands.admin_down)
         self.log(f"{port.name} ({port.iface}) up again")
 
-    def handle(self, request: dict) -> dict:
-        """A request ``fabric.control.parse_request`` checked: its reply."""
-        cmd = request["cmd"]
-        if cmd == "ping":
-            return {"ok": True, "pid": os.getpid(), "uptime": time.monotonic() - self.started,
-                    **self.status()}
-        if cmd == "counters":
-            counters = self.switch.counters()
-            for port in self.ports.values():
-                entry = counters["ports"].setdefault(port.name, {})
-                entry["iface"] = port.iface
-                entry["kernel_rx_drops"] = port.poll_kernel_drops()
-                entry["tx_errors"] = port.tx_errors
-                entry["fault"] = port.fault
-                block = entry.setdefault("fidelity", {})
-                block["ingress_lag"] = port.ingress_lag.as_dict()
-                if port.line is not None:
-                    block["arrival_lateness"] = port.line.lateness.as_dict()
-            counters["fidelity"] = fidelity(counters)
-            counters["agent"] = self.status()
-            return {"ok": True, "counters": counters}
-        if cmd == "port":
-            port, up = request["port"], request["up"]
-            (self.admin_down.discard if up else self.admin_down.add)(port)
-            self.switch.set_port_up(port, up and self.ports[port].fault is None)
-            return {"ok": True}
-        if cmd == "clear_fidelity":
-            self.switch.clear_fidelity()
-            for port in self.ports.values():
-                port.poll_kernel_drops()
-                port.kernel_drops = port.ring.truncated = 0
-                port.ingress_lag = Lateness()
-                if port.line is not None:
-                    port.line.lateness = Lateness()
-            return {"ok": True}
-        if cmd == "clear_watermarks":
-            self.switch.clear_watermarks(request["kind"])
-            return {"ok": True}
-        if cmd == "pfc_watchdog":
-            self.switch.set_watchdog_profile(request["profile"])
-            return {"ok": True}
-        if cmd == "trace":
-            return self.start_trace(request)
-        return self.stop_trace()
-
-    def status(self) -> dict:
-        """What the agent itself went through: the trace running or the last one that
-        ended by itself, failed traces, ports down for a fault, the control socket's
-        counts."""
-        trace = None
-        if self.trace is not None:
-            trace = {"path": self.trace.path, "samples": self.trace.count,
-                     "bytes": self.trace.bytes, "running": True}
-        elif self.last_trace is not None:
-            trace = {**self.last_trace.as_dict(), "running": False}
-        return {"trace": trace, "trace_failures": self.trace_failures,
-                "ports_down": {p.name: p.fault for p in self.ports.values() if p.fault},
-                "route_sync": self.route_sync.stats if self.route_sync else None,
-                "control": dict(self.control.stats)}
-
-    def start_trace(self, request: dict) -> dict:
-        """``trace``: path (absolute, inside one of the agent's trace folders), interval_ms
-        (wall time, default 1.0), ports (default: every port it forwards on), max_seconds
-        and max_bytes (default and ceiling: the agent's limits)."""
-        if self.trace is not None:
-            return {"ok": False, "error": f"a trace to {self.trace.path} is running; "
-                                          "trace_stop first"}
-        try:
-            out = open_trace_file(request["path"], self.trace_roots)
-        except TracePathError as e:
-            return {"ok": False, "error": str(e)}
-        self.last_trace = None
-        self.trace = Trace(self.switch, self.name, out, request["path"],
-                           request.get("interval_ms", 1.0) / 1e3,
-                           request.get("ports") or sorted(self.ports), time.monotonic(),
-                           max_seconds=request.get("max_seconds", self.limits.max_seconds),
-                           max_bytes=request.get("max_bytes", self.limits.max_bytes))
-        if self.trace.ended is not None:  # the header could not be written
-            self.trace_ended()
-            return self.stop_trace()
-        return {"ok": True, "header": self.trace.header}
-
-    def trace_ended(self) -> None:
-        """The running trace ended: kept for ``trace_stop`` and ``status``, and logged when
-        it ended by itself (a limit, a failed write)."""
-        trace, self.trace = self.trace, None
-        end = self.last_trace = trace.ended
-        if end.reason == "write_error":
-            self.trace_failures += 1
-            self.log(f"trace to {end.path} failed after {end.samples} samples: {end.error}")
-        elif end.reason != "stopped":
-            self.log(f"trace to {end.path} reached its {end.reason} limit after "
-                     f"{end.samples} samples ({end.bytes} bytes, {end.seconds:g} s)")
-
-    def stop_trace(self) -> dict:
-        """``trace_stop``: how the trace ended (``fabric.trace.TraceEnd``): stopped now, or
-        earlier at a limit. One that failed to write is an error: its file is incomplete."""
-        if self.trace is not None:
-            self.trace.close(time.monotonic())
-            self.trace_ended()
-        end, self.last_trace = self.last_trace, None
-        if end is None:
-            return {"ok": False, "error": "no trace is running"}
-        if end.reason == "write_error":
-            return {"ok": False, "error": f"trace to {end.path} failed after {end.samples} "
-                                          f"samples: {end.error}", "trace": end.as_dict()}
-        return {"ok": True, **end.as_dict()}
-
     def close(self) -> None:
-        if self.trace is not None:
-            self.trace.close(time.monotonic())
+        self.commands.close()
         self.control.close()
         if self.route_sync is not None:
             self.route_sync.close()
