@@ -1,5 +1,5 @@
 """The highest emulated port rate at which a 3:1 incast on roce-v2-leafspine keeps fidelity
-on this machine (issue 4).
+on this machine.
 
 The emulation is honest only while the agents keep up with ``speed / S``: the kernel drops
 nothing under a port, the scheduler dequeues within one MTU frame time of when it should,

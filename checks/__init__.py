@@ -1,1 +1,2 @@
-"""Checks run against a live lab (pytest, sonic-mgmt style); see docs/checks.md."""
+"""Checks run against a lab in any runtime (pytest, sonic-mgmt style), and lint, reports and
+diff; see docs/checks.md."""

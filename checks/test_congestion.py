@@ -182,7 +182,7 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
     assert with_dcqcn < without, f"DCQCN did not reduce pausing ({fan_in}): {figures}"
     assert figures["xoff_share"] < 0.5, \
         f"{incast.switch} spent most of the run in XOFF ({fan_in}): {figures}"
-    # DCQCN must save pauses without wasting the link (issue 12.7)
+    # DCQCN must save pauses without wasting the link
     assert figures["bottleneck_share"] >= MIN_BOTTLENECK_SHARE, (
         f"with DCQCN the incast kept {figures['bottleneck_share']:.0%} of {incast.switch} "
         f"{incast.port}'s line rate, below {MIN_BOTTLENECK_SHARE:.0%}: {figures}")

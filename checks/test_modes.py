@@ -4,8 +4,8 @@
   sharing only the links into that switch with the incast; its goodput is measured in every
   mode next to its goodput alone. Asserted only where the lab makes it a pause-only victim
   (``checks.victim.victim_of``, e.g. ``pfc-victim``) and PFC alone paused: it then keeps at
-  most ``vm.LOST`` of its goodput alone (sim, pfc-victim: 54.0 of 98.3 Gb/s; 98.1 lossless,
-  where DCQCN kept every PG below XOFF). Its recovery with DCQCN is asserted by
+  most ``vm.LOST`` of its goodput alone (docs/checks.md gives pfc-victim's figures). Its
+  recovery with DCQCN is asserted by
   ``checks/test_victim.py``, on a longer incast that pauses even with DCQCN on.
 - **Modes** (NVIDIA's three, as rocelab builds them from the lab's files):
   - *lossless*: PFC and ECN/DCQCN, the lab as shipped;

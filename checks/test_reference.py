@@ -37,7 +37,7 @@ from rocelab.labs import actions
 from rocelab.traffic import patterns
 from rocelab.nic.roce import PFC_DST
 
-LINE_SHARE = {"paper": 0.90, "firmware": 0.85}  # issue 12, point 6
+LINE_SHARE = {"paper": 0.90, "firmware": 0.85}  # of line rate, the senders together
 FAIRNESS = 0.10  # paper: senders within 10 % of each other; firmware: of the fair share
 QUIET_AFTER_S = 1e-3  # start-up: PFC allowed before this
 INCAST_RUN_S = 4e-3  # fabric time: a few ms, the second half judged

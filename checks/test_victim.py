@@ -1,4 +1,4 @@
-"""A victim of PFC (issue 12.6, issue 16.4): a flow that shares only a paused link with an
+"""A victim of PFC: a flow that shares only a paused link with an
 incast loses throughput under PFC alone and gets it back with DCQCN (``checks/victim.py``).
 
 Three runs, each with the victim writing as much as one incast sender:

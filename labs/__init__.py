@@ -1,1 +1,2 @@
-"""Lab lifecycle: the topology model, runtimes that deploy it, and the state they leave."""
+"""Labs: the topology model, the ``Lab`` protocol every runtime answers (live namespaces,
+containerlab, virtual time), the runtimes that deploy a topology, and the state they leave."""

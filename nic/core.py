@@ -1,5 +1,5 @@
 """A host's RoCE NIC as one pure object: the QPs it sends and receives on one port, and
-everything between them and the wire (issue 11, "one NIC model, two shells").
+everything between them and the wire: one NIC model, driven by two shells.
 
 The live endpoint (``nic.endpoint``: an AF_PACKET socket and a select loop) and the
 virtual-time host both drive the same ``Nic``; nothing here reads a clock, sleeps or touches
@@ -18,7 +18,7 @@ call. The seam has the shape of the switch model's (``fabric.model``) and of HPC
   ``next_wake(now)``: when either has something to do. A caller that wakes at those times,
   and after each ``receive``, misses nothing; one that calls more often loses nothing.
 
-Pacing follows the rate (issue 12.1). A QP keeps the start and the size of the frame it
+Pacing follows the rate. A QP keeps the start and the size of the frame it
 sent last; ``next_at = last_sent + bits / rate``. When the rate changes (a cut, at the CNP
 or at the reaction point's next decrease check, or an increase: the NIC wakes at each
 ``ReactionPoint.next_event``) the pending gap is re-timed at the new rate from the last
@@ -38,9 +38,9 @@ restarts the timeline rather than bursting to catch up. The credit never reaches
 before the frame could have been sent at all: not before its priority's pause ended (an
 XON, or the quanta run out), nor before the ACK, NAK or post that let a blocked QP send
 again, nor (an ACK or NAK) before the data it answers arrived.
-Without that floor, the first frame after every pause counted as sent a frame time before
-the XON, so the next left at once: two frames back to back where the wire allows one, and
-on the small-headroom incast the live lab paused about 20 % less than the simulator.
+Without that floor, the first frame after every pause would count as sent a frame time
+before the XON, so the next would leave at once: two frames back to back where the wire
+allows one.
 """
 from __future__ import annotations
 

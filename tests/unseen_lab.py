@@ -1,4 +1,4 @@
-"""A lab the project has never seen, as a new user brings it (issue 14): three racks on
+"""A lab the project has never seen, as a new user brings it: three racks on
 Azure-standard QoS, RoCE on DSCP 3, lossless priorities 3 and 4 (PG and queue ranges
 ``3-4``), DSCP 0 in TC 1 and so queue 1, CNPs on DSCP 48, and other node names (tor, agg,
 gpu). Made with labs.generate, then edited as an engineer would edit the copies."""

@@ -76,8 +76,8 @@ class Lateness:
     """How late frames left compared with when they could have: max, mean, percentiles.
 
     A log histogram in microseconds with eight buckets per octave keeps percentiles cheap,
-    bounded and within 9 % above the true value (a coarser one made a p99 of 2.1 ms read
-    4.1 ms and failed fidelity verdicts that held): bucket 0 holds [0, 1 us), bucket b holds
+    bounded and within 9 % above the true value (a coarser one reads a p99 up to twice too
+    high, and fails fidelity verdicts that hold): bucket 0 holds [0, 1 us), bucket b holds
     [2**((b-1)/8), 2**(b/8)) us, the last one everything above.
     """
 

@@ -1,4 +1,4 @@
-"""The userspace RoCEv2 endpoint through the emulated fabric (issue 5). Needs root.
+"""The userspace RoCEv2 endpoint through the emulated fabric. Needs root.
 
 An incast and a ring all-reduce deliver every message; what the endpoints count agrees with
 what the switches counted (data frames, CE marks, CNPs); the hosts' kernels never answer

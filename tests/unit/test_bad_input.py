@@ -1,4 +1,4 @@
-"""Bad input everywhere (issue 13, point 6): a topology, switch config, NIC file or lab state
+"""Bad input everywhere: a topology, switch config, NIC file or lab state
 that is not what it must be gives one line naming the file and the field (or line), never a
 traceback; the task exits 2 and nothing is built. Each case goes through the loader and, for
 the files a task reads, through the task as the invoke CLI runs it."""
@@ -379,7 +379,7 @@ def test_exec_without_the_shells_words_splits_and_refuses_bad_quoting(running_la
     assert len(ran) == 1
 
 
-# ---- files a node reads stay in the topology's folder (issue 13, point 8)
+# ---- files a node reads stay in the topology's folder
 
 def outside_file(clab: Path) -> Path:
     """A file beside the lab's folder, not in it."""

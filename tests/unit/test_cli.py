@@ -1,4 +1,4 @@
-"""The rocelab command (issue 14): the same tasks as invoke, a spaced form, the exit-code
+"""The rocelab command: the same tasks as invoke, a spaced form, the exit-code
 contract (0 passed, 1 failed, 3 inconclusive, 2 usage or input error), lint's JUnit, and
 diff on folders and git revisions. Everything runs through ``rocelab.cli.program`` as the
 console script does, from another directory than the repository."""

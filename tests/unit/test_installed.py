@@ -1,4 +1,4 @@
-"""The rocelab command as a user gets it (issue 14, "judged by"): the checkout installed
+"""The rocelab command as a user gets it: the checkout installed
 into a fresh virtualenv, then lint, check and diff run from a config repository that holds
 only a lab the project has never seen, with the exit codes of the contract.
 

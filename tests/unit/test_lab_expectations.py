@@ -1,4 +1,4 @@
-"""Every expectation from the lab itself (issue 14, point 2): on a lab the project has never
+"""Every expectation from the lab itself: on a lab the project has never
 seen (tests/unseen_lab.py: RoCE on DSCP 3, lossless priorities 3 and 4, DSCP 0 -> queue 1,
 other node names), lint is clean, and the checks' classes and controls come out of its
 files; both lossless priorities are checked; options still override."""

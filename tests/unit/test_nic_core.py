@@ -455,7 +455,7 @@ def test_a_cnp_cuts_the_rate_and_re_times_the_pending_send():
 
 
 def test_a_qp_cut_to_the_floor_sends_as_soon_as_its_recovering_rate_allows():
-    """Issue 12.1: one frame at line rate, CNPs until the rate is at the floor, then DCQCN
+    """One frame at line rate, CNPs until the rate is at the floor, then DCQCN
     raises it. The next frame goes at the first moment at which the last frame's bits at
     the current rate have elapsed since it was sent: within one increase period of the rate
     reaching a level at which a frame fits in that period, and not ~bits / floor later as
