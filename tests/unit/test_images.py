@@ -208,6 +208,19 @@ def test_dockerfile_builds_every_image_on_the_debian_base():
         assert folder in images.PROJECT_FILES, folder
 
 
+def test_the_wheel_lists_every_subpackage_of_the_repository():
+    """A code folder with an __init__.py that pyproject.toml does not list would be left out
+    of the wheel, and its imports would fail only once installed."""
+    pyproject = (PROJECT_ROOT / "pyproject.toml").read_text()
+    listed = set(re.findall(r'"(rocelab[\w.]*)"', re.search(r"^packages = \[(.*)\]$",
+                                                             pyproject, re.M).group(1)))
+    folders = {"rocelab"} | {
+        "rocelab." + ".".join(init.parent.relative_to(PROJECT_ROOT).parts)
+        for top in images.PROJECT_FILES if (PROJECT_ROOT / top).is_dir()
+        for init in (PROJECT_ROOT / top).rglob("__init__.py")}
+    assert listed == folders
+
+
 def test_switch_entrypoint_starts_the_agent_on_the_found_ports():
     text = (PROJECT_ROOT / "images/switch/entrypoint.sh").read_text()
     assert text.startswith("#!/bin/sh")
