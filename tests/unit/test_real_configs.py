@@ -1,0 +1,139 @@
+"""The real-config corpus (tests/data/sonic) and the labs tests/real_labs.py builds from it.
+
+What holds today: the files are SONiC's own, byte for byte, with their provenance; the corpus
+covers the platform kinds a nightly CI meets; each lab carries the rendered tables unchanged,
+wires its ports by lanes, gives its hosts a class the maps agree on, and reads as a topology
+up to, at most, a one-line refusal of a config (docs/real-configs.md lists where each stands).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import pytest
+import yaml
+
+from rocelab.labs import topology
+from tests import real_labs
+
+PLATFORMS = real_labs.platforms()
+
+
+def _platform(name: str) -> real_labs.Platform:
+    return real_labs.Platform(real_labs.CORPUS / name)
+
+
+def _git_blob(data: bytes) -> str:
+    """The id git gives a file's content: what provenance.json records for it."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def test_the_corpus_covers_voq_spectrum_tomahawk_and_port_roles():
+    platforms = [_platform(p) for p in PLATFORMS]
+    assert len(platforms) >= 6
+    assert any(p.provenance.get("device_metadata", {}).get("switch_type") == "voq"
+               for p in platforms)
+    assert any("BUFFER_PORT_INGRESS_PROFILE_LIST" in p.tables
+               and "Spectrum" in p.provenance["asic"] for p in platforms)
+    assert any(re.search(r"Tomahawk\d?\b", p.provenance["asic"]) for p in platforms)
+    assert any(set(p.port_roles()[0]).isdisjoint(p.port_roles()[1]) for p in platforms)
+
+
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_every_file_is_the_one_sonic_has_at_the_recorded_commit(name):
+    plat = _platform(name)
+    prov = plat.provenance
+    assert prov["repository"] == "https://github.com/sonic-net/sonic-buildimage"
+    assert re.fullmatch(r"[0-9a-f]{40}", prov["commit"])
+    present = {p.name for p in plat.folder.iterdir()} - {"provenance.json"}
+    assert present == set(prov["files"])
+    for file, source in prov["files"].items():
+        assert source["path"]
+        assert _git_blob((plat.folder / file).read_bytes()) == source["blob"], file
+    for file in ("qos.json", "buffers.json"):
+        tables = json.loads((plat.folder / file).read_text())
+        assert tables and all(isinstance(t, dict) for t in tables.values())
+
+
+@pytest.fixture(scope="module")
+def labs(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("real")
+    return {name: real_labs.make(dest, name) for name in PLATFORMS}
+
+
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_the_lab_carries_the_rendered_tables_unchanged(labs, name):
+    plat = _platform(name)
+    topo = topology.load(labs[name], configs=False)
+    assert len(topo.switches) == 4 and len(topo.hosts) == 4 and len(topo.links) == 8
+    for node in topo.switches:
+        config = json.loads(node.config_path.read_text())
+        for table, entries in plat.tables.items():
+            assert config[table] == entries, f"{node.name}: {table}"
+        for port, row in plat.ports.items():
+            assert {k: config["PORT"][port][k] for k in row} == row
+
+
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_each_wire_gets_its_port_by_the_lanes_of_a_bound_lanemap(labs, name):
+    topo = topology.load(labs[name], configs=False)
+    for node in topo.switches:
+        bind = next(b for b in node.binds if b.split(":")[1].endswith("/hwsku/lanemap.ini"))
+        lanes = dict(line.split(":") for line in
+                     (labs[name].parent / bind.split(":")[0]).read_text().splitlines())
+        assert set(lanes) == set(topo.interfaces(node.name))
+        config = json.loads(node.config_path.read_text())
+        by_lanes = {e["lanes"]: p for p, e in config["PORT"].items()}
+        ports = [by_lanes[lanes[iface]] for iface in sorted(lanes)]
+        assert len(set(ports)) == len(ports)
+        assert all(config["PORT"][p].get("speed") for p in ports)
+        assert all(config["PORT"][p]["admin_status"] == "up" for p in ports)
+
+
+def _wired_ports(lab, topo, node) -> dict[str, str]:
+    """iface -> PORT name, by the node's lanemap.ini."""
+    config = json.loads(node.config_path.read_text())
+    by_lanes = {e["lanes"]: p for p, e in config["PORT"].items()}
+    text = (lab.parent / "configs" / node.name / "lanemap.ini").read_text()
+    return {i: by_lanes[lanes] for i, lanes in (ln.split(":") for ln in text.splitlines())}
+
+
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_the_hosts_class_is_one_the_maps_agree_on_at_every_wired_port(labs, name):
+    plat = _platform(name)
+    nic = yaml.safe_load((labs[name].parent / "nic" / "default.yml").read_text())
+    topo = topology.load(labs[name], configs=False)
+    qos = plat.tables["PORT_QOS_MAP"]
+    for node in topo.switches:
+        for port in _wired_ports(labs[name], topo, node).values():
+            dscp_map = plat.tables["DSCP_TO_TC_MAP"][qos[port]["dscp_to_tc_map"]]
+            paused = qos[port].get("pfc_enable", "").split(",")
+            assert dscp_map[str(nic["roce"]["dscp"])] == str(nic["roce"]["priority"])
+            assert str(nic["roce"]["priority"]) in paused
+            assert dscp_map[str(nic["cnp"]["dscp"])] == str(nic["cnp"]["priority"])
+            assert str(nic["cnp"]["priority"]) not in paused
+
+
+@pytest.mark.parametrize("name", [p for p in PLATFORMS
+                                  if set(_platform(p).port_roles()[0])
+                                  .isdisjoint(_platform(p).port_roles()[1])])
+def test_leaves_wire_uplinks_and_hosts_to_their_roles_ports(labs, name):
+    plat = _platform(name)
+    ups, downs = plat.port_roles()
+    topo = topology.load(labs[name], configs=False)
+    for node in topo.switches:
+        for iface, port in _wired_ports(labs[name], topo, node).items():
+            peer = topo.peer(node.name, iface).node
+            on_uplink = node.name.startswith("leaf") and peer.startswith("spine")
+            assert port in (ups if on_uplink else downs), f"{node.name}:{iface}"
+
+
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_the_lab_loads_or_is_refused_in_one_line_naming_its_config(labs, name):
+    try:
+        topology.load(labs[name])
+    except topology.TopologyError as e:
+        message = str(e)
+        assert "\n" not in message
+        assert message.startswith(str(labs[name].parent)) and "config_db.json" in message
