@@ -12,7 +12,8 @@ port_config.ini has no speed column, ``hwsku.json`` (the speed of the default br
 the routed uplinks, the hosts' VLAN, static routes, and PFC_WD as ``pfcwd start_default``
 writes it. Leaves wire their uplinks to the platform's uplink-role ports and their hosts to
 its downlink-role ports (per-port-role maps: uplinks bind other maps than ``global``);
-spines face the leaves from downlink-role ports, as a tier faces the one below. Real
+spines face the leaves at the leaves' uplink speed, from downlink-role ports where the
+platform has them at that speed, as a tier faces the one below. Real
 platforms' port names and lanes never match SONiC-VS's default layout, so every switch binds
 a ``lanemap.ini`` giving each wire its port's lanes, as the SONiC-VS image reads it from its
 hwsku folder; the hosts' NIC file carries a RoCE and a CNP class the platform's maps agree
@@ -171,13 +172,18 @@ def make(dest: Path, platform: str, name: str | None = None) -> Path:
 
 
 def _wiring(plat: Platform) -> dict[str, list[Wire]]:
-    """Each switch's wires: leaves' uplinks on uplink-role ports, hosts and spines' links to
-    the leaves on downlink-role ports."""
+    """Each switch's wires: leaves' uplinks on uplink-role ports, hosts on downlink-role
+    ports, spines' links to the leaves on ports of the leaves' uplink speed."""
     ups, downs = plat.port_roles()
     leaf_up = ups[:SPINES]
     leaf_down = [p for p in downs if p not in leaf_up][:HOSTS_PER_LEAF]
-    spine_down = downs[:LEAVES]
-    if len(leaf_up) < SPINES or len(leaf_down) < HOSTS_PER_LEAF or len(spine_down) < LEAVES:
+    # both ends of a wire run one speed: a spine faces the leaves at their uplinks' speed,
+    # from downlink-role ports where the platform has them at that speed
+    speed = {plat.ports[p].get("speed") for p in leaf_up}
+    spine_down = ([p for p in downs if plat.ports[p].get("speed") in speed]
+                  or [p for p in ups if plat.ports[p].get("speed") in speed])[:LEAVES]
+    if (len(leaf_up) < SPINES or len(speed) != 1 or len(leaf_down) < HOSTS_PER_LEAF
+            or len(spine_down) < LEAVES):
         raise ValueError(f"{plat.folder}: too few QoS ports for a {SPINES}x{LEAVES} leaf-spine")
     wiring: dict[str, list[Wire]] = {}
     for s in range(1, SPINES + 1):

@@ -119,14 +119,27 @@ def test_the_hosts_class_is_one_the_maps_agree_on_at_every_wired_port(labs, name
                                   if set(_platform(p).port_roles()[0])
                                   .isdisjoint(_platform(p).port_roles()[1])])
 def test_leaves_wire_uplinks_and_hosts_to_their_roles_ports(labs, name):
-    plat = _platform(name)
-    ups, downs = plat.port_roles()
+    ups, downs = _platform(name).port_roles()
     topo = topology.load(labs[name], configs=False)
     for node in topo.switches:
+        if node.name.startswith("leaf"):
+            for iface, port in _wired_ports(labs[name], topo, node).items():
+                to_spine = topo.peer(node.name, iface).node.startswith("spine")
+                assert port in (ups if to_spine else downs), f"{node.name}:{iface}"
+
+
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_both_ends_of_a_fabric_wire_run_one_speed(labs, name):
+    topo = topology.load(labs[name], configs=False)
+    speeds = {}
+    for node in topo.switches:
+        config = json.loads(node.config_path.read_text())
         for iface, port in _wired_ports(labs[name], topo, node).items():
-            peer = topo.peer(node.name, iface).node
-            on_uplink = node.name.startswith("leaf") and peer.startswith("spine")
-            assert port in (ups if on_uplink else downs), f"{node.name}:{iface}"
+            speeds[(node.name, iface)] = config["PORT"][port]["speed"]
+    for link in topo.links:
+        a, b = (link.a.node, link.a.iface), (link.b.node, link.b.iface)
+        if a in speeds and b in speeds:
+            assert speeds[a] == speeds[b], f"{link.a} - {link.b}"
 
 
 @pytest.mark.parametrize("name", PLATFORMS)
