@@ -46,6 +46,7 @@ class Port:
     mtu: int
     admin_up: bool = True
     alias: str = ""
+    lanes: tuple[int, ...] = ()  # the ASIC lanes: which wire the port is on (fabric.ports)
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,8 @@ _Nexthops = Annotated[
     BeforeValidator(lambda v: [checked_ip_address(a) for a in _comma_list(v)]),
 ]
 _Names = Annotated[tuple[str, ...], BeforeValidator(_comma_list)]
+_Lanes = Annotated[tuple[int, ...],
+                   BeforeValidator(lambda v: [Between(0)(lane) for lane in _comma_list(v)])]
 _EcnMode = Literal["ecn_none", "ecn_green", "ecn_yellow", "ecn_red", "ecn_green_yellow",
                   "ecn_green_red", "ecn_yellow_red", "ecn_all"]
 
@@ -222,7 +224,7 @@ class PortFields(_Entry):
     mtu: Annotated[int, Between(68, 9216)] = 9100
     admin_status: Literal["up", "down"] = "up"
     alias: str = ""
-    lanes: str = ""
+    lanes: _Lanes = ()
     index: _OptionalBytes = None
     fec: str = ""
     autoneg: str = ""

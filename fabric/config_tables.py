@@ -196,7 +196,8 @@ def _port(draft: Draft, key: str, fields: dict[str, Any]) -> None:
     if not _is_named(key, "Ethernet"):
         raise Invalid("port names must be Ethernet<N>")
     entry = validate(PortFields, fields)
-    draft.ports[key] = Port(key, entry.speed, entry.mtu, entry.admin_status == "up", entry.alias)
+    draft.ports[key] = Port(key, entry.speed, entry.mtu, entry.admin_status == "up", entry.alias,
+                           entry.lanes)
 
 
 def _interface(draft: Draft, key: str, fields: dict[str, Any]) -> None:

@@ -54,7 +54,8 @@ def test_real_configs_load(switch: str) -> None:
 def test_leaf1_device_and_ports(leaf1: SwitchConfig) -> None:
     assert (leaf1.mac, leaf1.type, leaf1.hwsku) == ("02:52:4c:00:01:01", "LeafRouter", "Force10-S6000")
     assert list(leaf1.ports) == ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"]
-    assert leaf1.ports["Ethernet0"] == Port("Ethernet0", 100000, 9100, True, "eth1")
+    assert leaf1.ports["Ethernet0"] == Port("Ethernet0", 100000, 9100, True, "eth1",
+                                            (25, 26, 27, 28))
 
 
 def test_leaf1_l2_l3(leaf1: SwitchConfig) -> None:
@@ -150,7 +151,8 @@ def test_sonic_variants_are_accepted() -> None:
     cfg["BGP_NEIGHBOR"] = {"10.0.0.0": {"asn": "65100", "name": "spine1"}}
     cfg["DEVICE_METADATA"]["localhost"]["bgp_asn"] = "65101"
     config = parse(cfg, "x/config_db.json")
-    assert config.ports["Ethernet0"] == Port("Ethernet0", 40000, 1500, False, "eth1")
+    assert config.ports["Ethernet0"] == Port("Ethernet0", 40000, 1500, False, "eth1",
+                                             (25, 26, 27, 28))
     assert config.mac == "02:52:4c:00:01:0a"
     assert config.qos.buffer_pg[("Ethernet4", 3)] == "pg_lossless_100000_40m_profile"
     assert config.qos.queues[("Ethernet4", 6)].scheduler == "scheduler.2"
