@@ -28,10 +28,10 @@ import yaml
 from . import plots
 from ..fabric import afpacket
 from ..fabric.client import MIN_FRAMES_FOR_P99, fidelity
-from ..fabric.config import port_name
 from ..fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
 from ..labs import lock
 from ..labs.lab import Lab
+from ..labs.topology import Topology
 from ..nic.settings import NicSettings
 from ..traffic import patterns
 from ..nic.roce import PFC_DST
@@ -109,7 +109,7 @@ def incast_of(lab: Lab) -> Incast:
             if mine.node == switch.name and mine.iface != sw_end.iface:
                 upstream.append((mine.iface, peer.node, peer.iface))
     nic = topo.nodes[receiver].nic or NicSettings()
-    port = port_name(sw_end.iface)
+    port = topo.port(sw_end.node, sw_end.iface)
     tc, _ = tc_of_dscp(switch.config, port, nic.roce.dscp)
     pool = max(p.size for p in switch.config.qos.buffer_pools.values() if p.type == "ingress")
     return Incast(receiver, tuple(hosts[1:]), switch.name, port, tuple(upstream),
@@ -303,9 +303,9 @@ def endpoint_problems(result: dict) -> list[str]:
     return problems
 
 
-def draw(run: Run, incast: Incast) -> list[Path]:
+def draw(topo: Topology, run: Run, incast: Incast) -> list[Path]:
     """The run's plots: the bottleneck's queues and PGs, PFC pauses per link, the flows."""
-    inputs = [port_name(iface) for iface, _, _ in incast.upstream]
+    inputs = [topo.port(incast.switch, iface) for iface, _, _ in incast.upstream]
     pg = run.after[incast.switch]["ports"][inputs[0]]["pgs"][str(incast.pg)]
     thresholds = {f"headroom PG{incast.pg}": pg["headroom"]}
     return [plots.queue_plot(run.trace(incast.switch), incast.port,

@@ -30,7 +30,6 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..fabric.config import iface_name, port_name
 from ..fabric.qos import queue_of_tc, tc_of_dscp
 from ..nic.settings import NicSettings
 from ..labs.topology import DEFAULT_TIME_SCALE, Topology
@@ -80,7 +79,7 @@ def scenario_of(topo: Topology) -> Scenario | None:
         raise ValueError(f"{topo.path}: failing {node.name}:{iface} leaves no host on "
                          f"{'its far side' if not receivers else 'its near side'}")
     nic = topo.nodes[receivers[0]].nic or NicSettings()
-    port = port_name(iface)
+    port = topo.port(node.name, iface)
     tc, _ = tc_of_dscp(node.config, port, nic.roce.dscp)
     return Scenario(node.name, iface, peer.node, peer.iface, tuple(senders), tuple(receivers),
                     nic.roce.dscp, nic.roce.priority, queue_of_tc(node.config, port, tc)[0])
@@ -117,7 +116,7 @@ def stuck_queues(topo: Topology, before: dict[str, dict], after: dict[str, dict]
             if (q_now["depth_bytes"] and q_then["depth_bytes"]
                     and q_now["tx_packets"] == q_then["tx_packets"]
                     and now["pfc_rx"][priority] > then["pfc_rx"][priority]):
-                peer = topo.peer(switch, iface_name(port))
+                peer = topo.peer(switch, topo.iface(switch, port))
                 out.append(Stuck(switch, port, peer.node if peer else "", q_now["depth_bytes"]))
     return out
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Literal
 
 from ..fabric import tables
-from ..fabric.config import BufferProfile, ConfigError, SwitchConfig, port_name
+from ..fabric.config import BufferProfile, ConfigError, SwitchConfig
 from ..fabric.config_load import load as load_config
+from ..fabric.ports import wiring as wire_ports
 from ..fabric.qos import (HeadroomParams, bound, pauses_sender, pg_of_tc, port_setting,
                           qos_ports, queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
 from .classes import RoceClass, expectations
@@ -70,12 +71,19 @@ class Settings:
 
 @dataclass
 class Lab:
-    """The topology and each switch's config (None where it failed to load)."""
+    """The topology and each switch's config (None where it failed to load), and which PORT
+    entry each wire of a loaded one is (None: none is, ``fabric.ports``)."""
 
     topology: Topology
     settings: Settings
     configs: dict[str, SwitchConfig | None] = field(default_factory=dict)
     load_errors: dict[str, ConfigError] = field(default_factory=dict)
+    wires: dict[str, dict[str, str | None]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        for name, config in self.switches():
+            self.wires[name] = wire_ports(config, self.topology.interfaces(name),
+                                          self.topology.nodes[name].lanemap)
 
     def switches(self) -> Iterator[tuple[str, SwitchConfig]]:
         """(node, config) for every switch whose config loaded."""
@@ -501,8 +509,9 @@ def _nic_ports(lab: Lab) -> Iterator[tuple[Node, str, str, SwitchConfig, str]]:
         for iface in lab.topology.interfaces(host.name):
             peer = lab.topology.peer(host.name, iface)
             config = lab.configs.get(peer.node) if peer else None
-            if config is not None:
-                yield host, iface, peer.node, config, port_name(peer.iface)
+            port = lab.wires[peer.node].get(peer.iface) if config is not None else None
+            if port is not None:  # an unmapped wire: the lab does not load
+                yield host, iface, peer.node, config, port
 
 
 def _host_on_port(host: Node, iface: str, nic: NicSettings, switch: str,

@@ -22,7 +22,6 @@ from typing import Any
 
 import yaml
 
-from ..fabric.config import port_name
 from ..traffic import patterns
 
 REFERENCE_FILE = "reference.yml"
@@ -51,7 +50,7 @@ def attachment(topo, host: str) -> Attachment:
         for mine, peer in ((link.a, link.b), (link.b, link.a)):
             node = topo.nodes[peer.node]
             if mine.node == host and node.is_switch:
-                port = port_name(peer.iface)
+                port = topo.port(peer.node, peer.iface)
                 return Attachment(host, peer.node, port,
                                   node.config.ports[port].speed_mbps * 1e6)
     raise ReferenceError(f"{topo.path}: host {host} is not wired to a switch")

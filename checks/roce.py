@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv6Interface
 
 
-from ..fabric.config import SwitchConfig, port_name
+from ..fabric.config import SwitchConfig
 from ..fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp, tc_of_pcp
 from ..labs.lab import Lab
 from ..labs.topology import Topology
@@ -149,20 +149,21 @@ class Expected:
     switch: str
     ingress: str  # wire name (eth3)
     egress: str
+    in_port: str  # the PORT entries on those wires (Ethernet8)
+    out_port: str
     tc: int
     pg: int
     queue: int
     why: str  # "DSCP 26 -> TC 3 (DSCP_TO_TC_MAP AZURE of Ethernet8)"
 
 
-def expected_class(config: SwitchConfig, ingress: str, egress: str, frame: bytes,
+def expected_class(config: SwitchConfig, in_port: str, out_port: str, frame: bytes,
                    pcp: int | None) -> tuple[int, int, int, str]:
-    """(TC, PG, queue, explanation) for ``frame`` received on ``ingress`` (wire name) with
-    tag priority ``pcp`` (None: untagged), leaving by ``egress``. The rule SONiC/SAI applies,
+    """(TC, PG, queue, explanation) for ``frame`` received on port ``in_port`` with tag
+    priority ``pcp`` (None: untagged), leaving by ``out_port``. The rule SONiC/SAI applies,
     written from the config: IP on a port with a DSCP map -> DSCP; anything else -> PCP
     through the dot1p map (untagged = 0); unmapped -> TC 0; PG from the ingress port's
     TC_TO_PRIORITY_GROUP_MAP, queue from the egress port's TC_TO_QUEUE_MAP (unmapped: 0)."""
-    in_port, out_port = port_name(ingress), port_name(egress)
     dscp_map, dscp_from = bound(config.qos, in_port, "dscp_to_tc_map")
     if is_ip(frame) and dscp_map is not None:
         _, packet = network(frame)
@@ -196,9 +197,11 @@ def path_expectations(topo: Topology, sightings) -> list[Expected]:
             continue
         first_in = seen["in"][0]
         for egress in sorted({s.iface for s in seen["out"]}):
-            tc, pg, queue, why = expected_class(topo.nodes[switch].config, first_in.iface,
-                                                egress, first_in.frame, first_in.pcp)
-            out.append(Expected(switch, first_in.iface, egress, tc, pg, queue, why))
+            in_port, out_port = topo.port(switch, first_in.iface), topo.port(switch, egress)
+            tc, pg, queue, why = expected_class(topo.nodes[switch].config, in_port, out_port,
+                                                first_in.frame, first_in.pcp)
+            out.append(Expected(switch, first_in.iface, egress, in_port, out_port, tc, pg,
+                                queue, why))
     return out
 
 
@@ -231,9 +234,8 @@ def _essentials(snap: dict[str, dict]) -> str:
         for sw, c in snap.items()}, sort_keys=True)
 
 
-def port_delta(run, switch: str, iface: str, key: str) -> int:
+def port_delta(run, switch: str, port: str, key: str) -> int:
     """How much a port counter (rx_packets, tx_packets) moved during a probe ``run``."""
-    port = port_name(iface)
     return (run.after[switch]["ports"][port][key] - run.before[switch]["ports"][port][key])
 
 
@@ -253,12 +255,12 @@ def quiet(lab: Lab, still: float = 0.5, timeout: float = 5.0, step: float = 0.1)
     return False
 
 
-def pg_rx(snap: dict, switch: str, iface: str, pg: int) -> int:
-    return snap[switch]["ports"][port_name(iface)]["pgs"][str(pg)]["rx_packets"]
+def pg_rx(snap: dict, switch: str, port: str, pg: int) -> int:
+    return snap[switch]["ports"][port]["pgs"][str(pg)]["rx_packets"]
 
 
-def queue_tx(snap: dict, switch: str, iface: str, queue: int) -> int:
-    return snap[switch]["ports"][port_name(iface)]["queues"][str(queue)]["tx_packets"]
+def queue_tx(snap: dict, switch: str, port: str, queue: int) -> int:
+    return snap[switch]["ports"][port]["queues"][str(queue)]["tx_packets"]
 
 
 def drops(snap: dict, switch: str, reason: str) -> int:

@@ -25,7 +25,6 @@ from rocelab.checks import deadlock as dl
 from rocelab.labs import actions
 from rocelab.checks import plots
 from rocelab.checks.report import record_evidence, record_fidelity, record_plot
-from rocelab.fabric.config import iface_name, port_name
 from rocelab.fabric.model.watchdog import FABRIC, STORM_CHECK
 from rocelab.fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp
 from rocelab.traffic import patterns
@@ -107,7 +106,7 @@ def time_limit(lab, incast: cg.Incast, bits: float, at_least_s: float) -> float:
                                           TIME_LIMIT_X * bits / bottleneck_bps(lab, incast)))
 
 
-def keep(request, run: cg.Run, incast: cg.Incast) -> None:
+def keep(request, lab, run: cg.Run, incast: cg.Incast) -> None:
     """Attach a run's evidence, plots and fidelity to the check."""
     record_fidelity(request, run.fidelity)
     for name in ("summary.json", "flows.json", "counters.json"):
@@ -116,14 +115,14 @@ def keep(request, run: cg.Run, incast: cg.Incast) -> None:
         record_evidence(request, trace)
     for pcap in sorted((run.folder / "pcap").glob("*.pcapng")):
         record_evidence(request, pcap)
-    for png in cg.draw(run, incast):
+    for png in cg.draw(lab.topology, run, incast):
         record_plot(request, png)
 
 
-def test_lossless_incast(request, incast, lossless_run):
+def test_lossless_incast(request, lab, incast, lossless_run):
     """N:1 on the RoCE priority: PFC holds the senders back, nothing is lost."""
     run = lossless_run
-    keep(request, run, incast)
+    keep(request, lab, run, incast)
     lost = {"PG drops": run.pg_drops(incast.pg), "queue drops": run.queue_drops(incast.queue),
             "retransmitted": run.flows("retransmitted"), "timeouts": run.flows("timeouts")}
     assert run.result["complete"], f"not every message arrived: {run.summary()}"
@@ -140,7 +139,7 @@ def test_negative_control_without_pfc(request, lab, incast, congestion_dir):
     with cg.variant(lab, "nopfc", congestion_dir, actions.without_pfc) as other:
         run = cg.run_incast(other, incast, congestion_dir, "without-pfc",
                             size=message(lab, incast), count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
-    keep(request, run, incast)
+    keep(request, lab, run, incast)
     drops = run.drop_reasons()
     assert run.pfc_sent() == 0, f"PFC sent although no port enables it: {run.summary()}"
     assert sum(drops.values()) > 0 and run.flows("retransmitted") > 0, (
@@ -159,7 +158,7 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir, lossless_run):
     timeout = time_limit(lab, incast, len(incast.senders) * QPS * MESSAGES * size * 8, 180.0)
     run = cg.run_incast(lab, incast, congestion_dir, "dcqcn", size=size, count=MESSAGES,
                         qps=QPS, timeout_s=timeout)
-    keep(request, run, incast)
+    keep(request, lab, run, incast)
     with_dcqcn, without = run.paused_s(incast.priority), lossless_run.paused_s(incast.priority)
     figures = {"marks": run.marks(), "cnps": run.cnps(),
                "cnps_received": run.flows("cnps_received"),
@@ -210,7 +209,7 @@ def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir
     run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=size, timeout_s=timeout,
                         count=MESSAGES + 1, qps=qps, dscp=lossy_dscp,
                         nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}})
-    keep(request, run, incast)
+    keep(request, lab, run, incast)
     queue, _ = queue_of_tc(switch, incast.port, tc)
     assert run.pfc_sent() == 0, f"a lossy class triggered PFC: {run.summary()}"
     # at ingress (the PG's limit) or at egress (the queue's BUFFER_QUEUE limit), whichever
@@ -233,7 +232,7 @@ def test_headroom_too_small_drops(request, lab, incast, congestion_dir, lossless
                             size=message(lab, incast), count=MESSAGES, qps=QPS, nic=DCQCN_OFF)
     run.fidelity["problems"] = [p for p in run.fidelity["problems"] if "after XOFF" not in p]
     run.fidelity["ok"] = not run.fidelity["problems"]
-    keep(request, run, incast)
+    keep(request, lab, run, incast)
     drops = run.drop_reasons()
     assert run.pfc_sent() > 0, f"the incast never reached XOFF: {run.summary()}"
     assert drops.get("headroom_exhausted", 0) > 0, (
@@ -256,13 +255,15 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
     switch = lab.topology.nodes[incast.switch]
     link = next(k for k in lab.topology.links
                 if {k.a.node, k.b.node} == {stormer, incast.switch})
-    port = port_name(link.a.iface if link.a.node == incast.switch else link.b.iface)
+    port = lab.topology.port(incast.switch, link.a.iface if link.a.node == incast.switch
+                             else link.b.iface)
     wd = switch.config.qos.pfc_wd.get(port)
     if wd is None:
         pytest.skip(f"{incast.switch} {port} has no PFC_WD entry")
     poll = switch.config.qos.pfc_wd_poll_interval_ms / 1000
     flows = [patterns.FlowSpec(source, stormer, 1 << 21, 4)]  # ~2 s at line rate
-    wire = (incast.switch, iface_name(port))  # the storm, captured as the switch gets it
+    # the storm, captured as the switch gets it
+    wire = (incast.switch, lab.topology.iface(incast.switch, port))
     agent = lab.agent(incast.switch)
     agent.pfc_watchdog(STORM_CHECK)
     request.addfinalizer(lambda: agent.pfc_watchdog(FABRIC))
@@ -335,7 +336,7 @@ def misclassified(lab, overrides: patterns.NicOverrides, result: dict, before: d
         node = lab.topology.nodes[end.node]
         if not node.is_switch:
             continue
-        port = port_name(end.iface)
+        port = lab.topology.port(end.node, end.iface)
         pgs_before = before[end.node]["ports"][port]["pgs"]
         for pg, now in after[end.node]["ports"][port]["pgs"].items():
             if now["lossless"] or now["rx_packets"] - pgs_before[pg]["rx_packets"] < sent:

@@ -18,7 +18,6 @@ from rocelab.checks import congestion as cg
 from rocelab.checks import deadlock as dl
 from rocelab.checks.report import record_fidelity
 from rocelab.fabric.client import fidelity
-from rocelab.fabric.config import iface_name, port_name
 from rocelab.labs import actions
 from rocelab.traffic import patterns
 
@@ -112,7 +111,7 @@ def test_watchdog_breaks_deadlock(request, lab, scenario, deadlock_dir, evidence
     lab change (their neighbour caches, its clock); and the link this check fails must not
     stay failed under the checks that run after it."""
     node = lab.topology.nodes[scenario.switch]
-    wd = node.config.qos.pfc_wd.get(port_name(scenario.iface))
+    wd = node.config.qos.pfc_wd.get(lab.topology.port(scenario.switch, scenario.iface))
     if wd is None:
         pytest.skip(f"{scenario.switch} {scenario.iface} has no PFC_WD entry")
     poll = node.config.qos.pfc_wd_poll_interval_ms / 1000
@@ -130,7 +129,7 @@ def test_watchdog_breaks_deadlock(request, lab, scenario, deadlock_dir, evidence
         after = counters(other)
     events = dl.watchdog_events(start, end, scenario.queue)
     storms = [dl.Stuck(e["switch"], e["port"],
-                       topo.peer(e["switch"], iface_name(e["port"])).node, 0)
+                       topo.peer(e["switch"], topo.iface(e["switch"], e["port"])).node, 0)
               for e in events if e["kind"] == "storm"]
     cycle = dl.cycle_of(storms)
     dropped = dl.drops(start, end)

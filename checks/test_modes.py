@@ -25,7 +25,6 @@ import pytest
 from rocelab.checks import congestion as cg
 from rocelab.checks import victim as vm
 from rocelab.checks.report import record_evidence, record_fidelity
-from rocelab.fabric.config import port_name
 from rocelab.labs import actions
 from rocelab.traffic import patterns
 
@@ -64,7 +63,7 @@ def edge_only_pfc(lab):
         for link in lab.topology.links:
             for mine, peer in ((link.a, link.b), (link.b, link.a)):
                 if mine.node == node.name and peer.node in hosts:
-                    edge.add(port_name(mine.iface))
+                    edge.add(lab.topology.port(node.name, mine.iface))
         by_hostname[node.config.hostname or node.name] = edge
 
     def edit(data: dict) -> None:

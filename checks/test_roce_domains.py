@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import pytest
 
 from rocelab.checks import roce
-from rocelab.fabric.config import port_name
 from rocelab.labs import domains as l2
 from rocelab.fabric.qos import pauses_sender, pg_of_tc, port_setting, queue_of_tc
 from rocelab.nic.settings import RoceSettings
@@ -105,10 +104,10 @@ def assert_intact(run: Run, kind: str, src: str, dst: str) -> list:
 
 def expected_wire_tag(lab, domain: l2.Domain, node: str, iface: str) -> str:
     """How a switch sends a domain's frames out of a port: tagged/untagged/priority_tagged."""
-    config = lab.topology.nodes[node].config
+    config, port = lab.topology.nodes[node].config, lab.topology.port(node, iface)
     for vlan in config.vlans.values():
-        if vlan.vid in domain.vids and port_name(iface) in vlan.members:
-            return vlan.members[port_name(iface)]
+        if vlan.vid in domain.vids and port in vlan.members:
+            return vlan.members[port]
     return "untagged"
 
 
@@ -256,15 +255,15 @@ def classified(lab, evidence, sender: str, dst: str, kind: str, what: str, **kw)
         for e in expected.values():
             want_pg = pgs[e.switch, e.ingress, e.pg]
             want_q = queues[e.switch, e.egress, e.queue]
-            pg = roce.pg_rx(run.after, e.switch, e.ingress, e.pg) - roce.pg_rx(
-                run.before, e.switch, e.ingress, e.pg)
-            q = roce.queue_tx(run.after, e.switch, e.egress, e.queue) - roce.queue_tx(
-                run.before, e.switch, e.egress, e.queue)
+            pg = roce.pg_rx(run.after, e.switch, e.in_port, e.pg) - roce.pg_rx(
+                run.before, e.switch, e.in_port, e.pg)
+            q = roce.queue_tx(run.after, e.switch, e.out_port, e.queue) - roce.queue_tx(
+                run.before, e.switch, e.out_port, e.queue)
             if pg == want_pg and q == want_q:
                 continue
-            others = (roce.port_delta(run, e.switch, e.ingress, "rx_packets")
+            others = (roce.port_delta(run, e.switch, e.in_port, "rx_packets")
                       - rx_ours[e.switch, e.ingress]
-                      + roce.port_delta(run, e.switch, e.egress, "tx_packets")
+                      + roce.port_delta(run, e.switch, e.out_port, "tx_packets")
                       - tx_ours[e.switch, e.egress])
             problems.append(
                 f"{what} on {e.switch}: expected {want_pg} frames in PG {e.pg} of "
@@ -290,17 +289,18 @@ def target(lab, sender: str, *, other_subnet: bool) -> str | None:
     return None
 
 
-def lossless_queues(lab, switch: str, port: str) -> set[int]:
-    """The queues of ``port`` that carry a lossless TC (PFC on it) of ``switch``."""
-    config = lab.topology.nodes[switch].config
-    enabled, _ = port_setting(config.qos, port_name(port), "pfc_enable")
-    return {queue_of_tc(config, port_name(port), tc)[0] for tc in enabled}
+def lossless_queues(lab, switch: str, iface: str) -> set[int]:
+    """The queues of the port on ``iface`` that carry a lossless TC (PFC on it) of
+    ``switch``."""
+    config, name = lab.topology.nodes[switch].config, lab.topology.port(switch, iface)
+    enabled, _ = port_setting(config.qos, name, "pfc_enable")
+    return {queue_of_tc(config, name, tc)[0] for tc in enabled}
 
 
-def lossless_pgs(lab, switch: str, port: str) -> set[int]:
-    """The PGs of ``port`` that can pause their sender (``fabric.qos.pauses_sender``)."""
-    config = lab.topology.nodes[switch].config
-    name = port_name(port)
+def lossless_pgs(lab, switch: str, iface: str) -> set[int]:
+    """The PGs of the port on ``iface`` that can pause their sender
+    (``fabric.qos.pauses_sender``)."""
+    config, name = lab.topology.nodes[switch].config, lab.topology.port(switch, iface)
     enabled, _ = port_setting(config.qos, name, "pfc_enable")
     return {pg_of_tc(config, name, tc)[0] for tc in enabled if pauses_sender(config, name, tc)}
 

@@ -74,7 +74,7 @@ def measure(lab, incast: cg.Incast, victim: vm.Victim, folder, name: str, nic,
             "incast_gbps": round(sum(f["bytes"] for f in rest) * 8 / result["elapsed_s"]
                                  / 1e9 * result["time_scale"], 2),
             "victim_cnps": flow["cnps_received"],
-            "shared_link": vm.shared_pause(seen.before, seen.after, incast, victim),
+            "shared_link": vm.shared_pause(lab.topology, seen.before, seen.after, incast, victim),
             "pfc_frames_captured": seen.pfc_frames, "drops": run.drop_reasons(),
             "marks_at_congested_port": seen.after[incast.switch]["ports"][incast.port]
             ["ecn_marked"] - seen.before[incast.switch]["ports"][incast.port]["ecn_marked"],

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .congestion import Incast
-from ..fabric.config import port_name
 from ..labs.topology import Topology
 from ..traffic import patterns
 
@@ -55,7 +54,7 @@ def attachment(topo: Topology, host: str) -> tuple[str, str] | None:
 
 def port_speed(topo: Topology, switch: str, iface: str) -> int:
     """Mb/s of a switch interface, from its config's PORT table."""
-    return topo.nodes[switch].config.ports[port_name(iface)].speed_mbps
+    return topo.nodes[switch].config.ports[topo.port(switch, iface)].speed_mbps
 
 
 def victim_of(topo: Topology, incast: Incast) -> Victim | None:
@@ -84,14 +83,14 @@ def victim_of(topo: Topology, incast: Incast) -> Victim | None:
     return Victim(src, dst, senders, shared, fits, why)
 
 
-def shared_pause(before: dict[str, dict], after: dict[str, dict], incast: Incast,
-                 victim: Victim) -> dict[str, float]:
+def shared_pause(topo: Topology, before: dict[str, dict], after: dict[str, dict],
+                 incast: Incast, victim: Victim) -> dict[str, float]:
     """PFC frames the congested switch sent on the shared links (lossless priority), and the
     seconds (as the counters keep them: wall live, simulated in sim) its peers held that
     priority paused toward it, between two counter readings."""
     def total(side: dict[str, dict], key: str, node: str, ifaces: list[str]) -> float:
         ports = side[node]["ports"]
-        return sum(ports[port_name(i)][key][incast.priority] for i in ifaces)
+        return sum(ports[topo.port(node, i)][key][incast.priority] for i in ifaces)
 
     sent = total(after, "pfc_tx", incast.switch, list(victim.shared)) \
         - total(before, "pfc_tx", incast.switch, list(victim.shared))

@@ -21,8 +21,11 @@ than a frame time at the emulated rate (machine-facts.md). Run inside the switch
 namespace:
 
     python -m rocelab.fabric.agent --config config_db.json --name leaf1 \
-        --control /run/.../control/leaf1.sock --ports eth1,eth2 --time-scale 3000 \
-        --trace-root /path/to/results --trace-root /run/rocelab/<lab>
+        --control /run/.../control/leaf1.sock --ports eth1=Ethernet0,eth2=Ethernet4 \
+        --time-scale 3000 --trace-root /path/to/results --trace-root /run/rocelab/<lab>
+
+``--ports`` names each wire's PORT entry, as the lab's loader mapped it (``fabric.ports``); a
+bare ``eth3`` is mapped here by the same rule, with ``--lanemap`` as SONiC-VS would read it.
 """
 from __future__ import annotations
 
@@ -39,13 +42,13 @@ from pathlib import Path
 
 from . import afpacket
 from .commands import Commands
-from .config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig,
-                     port_name)
+from .config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError, SwitchConfig
 from .config_load import load
 from .control import ControlError, ControlServer, TraceLimits
 from .model.cable import DelayLine, propagation_s
 from .model.scheduler import Lateness, wire_rate_bps
 from .model.switch import Switch
+from .ports import PortMap, PortMapError, read_lanemap
 from .realtime import realtime
 from .routesync import RouteSync
 from .trace import MIN_MAX_BYTES
@@ -140,7 +143,8 @@ class Agent:
 
     def sync_routes(self) -> None:
         """Program the forwarding table from the kernel's routes (FRR's), kept in sync."""
-        self.route_sync = self.commands.route_sync = RouteSync(self.switch, self.log)
+        wires = {port.iface: name for name, port in self.ports.items()}
+        self.route_sync = self.commands.route_sync = RouteSync(self.switch, self.log, wires)
         self.sel.register(self.route_sync, selectors.EVENT_READ, ("routes", self.route_sync))
 
     def log(self, message: str) -> None:
@@ -324,13 +328,28 @@ def delay_line(config: SwitchConfig, port: str, time_scale: float | None) -> Del
                      propagation_s(config.qos.cable_length_m.get(port, 0), time_scale))
 
 
+def port_map(config: SwitchConfig, text: str, lanemap: Path | None) -> PortMap:
+    """``--ports``: the pairs as given, the bare wires mapped by SONiC-VS's rule."""
+    items = [item for item in text.split(",") if item]
+    bare = [item for item in items if "=" not in item]
+    given = PortMap.parse(",".join(item for item in items if "=" in item)).ports
+    if not bare:
+        return PortMap(given)
+    lanes = read_lanemap(lanemap) if lanemap is not None else None
+    return PortMap({**given, **PortMap.build(config, bare, lanes, lanemap).ports})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rocelab.fabric.agent", description=__doc__.split("\n")[0])
     parser.add_argument("--config", required=True, help="the switch's config_db.json")
     parser.add_argument("--name", required=True, help="node name, for messages")
     parser.add_argument("--control", required=True, help="unix socket path for fabric.client")
     parser.add_argument("--ports", required=True,
-                        help="comma list of wired interfaces (eth1,eth2,...)")
+                        help="comma list of wired interfaces and their PORT entries "
+                        "(eth1=Ethernet0,eth2=Ethernet8); a bare ethN is mapped as SONiC-VS does")
+    parser.add_argument("--lanemap", type=Path, default=None, metavar="FILE",
+                        help="the lanemap.ini bare interfaces are mapped with (default: the "
+                        "image's default layout)")
     parser.add_argument("--time-scale", type=float, default=None, metavar="S",
                         help="run every port at speed / S (default: unpaced, infinite rate)")
     parser.add_argument("--trace-root", type=Path, action="append", default=[],
@@ -359,12 +378,18 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"{args.name}: {e}", file=sys.stderr)
         return 2
+    try:
+        wires = port_map(config, args.ports, args.lanemap)
+    except PortMapError as e:
+        print(f"{args.name}: --ports: {e}", file=sys.stderr)
+        return 2
     ports = {}
-    for iface in filter(None, args.ports.split(",")):
+    for iface, port in wires.ports.items():
+        if port not in config.ports:
+            print(f"{args.name}: --ports: {port} is not in PORT of {config.path}", file=sys.stderr)
+            return 2
         try:
-            ports[port_name(iface)] = Port(port_name(iface), iface,
-                                           line=delay_line(config, port_name(iface),
-                                                           args.time_scale))
+            ports[port] = Port(port, iface, line=delay_line(config, port, args.time_scale))
         except OSError as e:
             print(f"{args.name}: cannot open {iface}: {e.strerror}", file=sys.stderr)
             return 2

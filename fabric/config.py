@@ -1,10 +1,10 @@
 """The typed configuration of one emulated switch: what a SONiC config_db.json means here.
 
 The dataclasses the switch model, agent, FRR rendering, labs and checks read, the
-``ConfigError`` every config problem is reported as, the ECN marking points, and the
-containerlab <-> SONiC port names. No parsing happens here: ``fabric.config_load`` reads and
-validates a config_db.json into a ``SwitchConfig``, so these types stay importable without
-the loader and its pydantic schemas.
+``ConfigError`` every config problem is reported as, and the ECN marking points (which wire
+is which port is ``fabric.ports``'s to say). No parsing happens here:
+``fabric.config_load`` reads and validates a config_db.json into a ``SwitchConfig``, so these
+types stay importable without the loader and its pydantic schemas.
 """
 from __future__ import annotations
 
@@ -217,17 +217,3 @@ class SwitchConfig:
     bgp: Bgp | None = None  # None: no BGP_NEIGHBOR or BGP_PEER_RANGE entry
     not_emulated: tuple[str, ...] = ()  # tables present with no data-plane meaning here
     skipped: tuple[str, ...] = ()  # refused tables present, run without (UNEMULATED_LABEL)
-
-
-def port_name(iface: str) -> str:
-    """Map a containerlab wire name to SONiC-VS's port name: eth1 -> Ethernet0, ethN -> 4*(N-1)."""
-    if not iface.startswith("eth") or not iface[3:].isdigit() or int(iface[3:]) < 1:
-        raise ValueError(f"{iface!r} is not a switch data port (expected eth1, eth2, ...)")
-    return f"Ethernet{4 * (int(iface[3:]) - 1)}"
-
-
-def iface_name(port: str) -> str:
-    """Inverse of port_name: Ethernet8 -> eth3."""
-    if not port.startswith("Ethernet") or not port[8:].isdigit() or int(port[8:]) % 4:
-        raise ValueError(f"{port!r} is not an EthernetN port with N a multiple of 4")
-    return f"eth{int(port[8:]) // 4 + 1}"

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import errno
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from ipaddress import IPv6Network, ip_address, ip_network
 
 from pyroute2 import IPRoute
 from pyroute2.netlink.rtnl import RTMGRP_IPV4_ROUTE, RTMGRP_IPV6_ROUTE, RTMGRP_LINK
 from pyroute2.netlink.rtnl.marshal import MarshalRtnl
 
-from .config import IPNetwork, port_name
+from .config import IPNetwork
 from .model.routes import LearnedRoute
 from .model.switch import Switch
 
@@ -47,17 +47,15 @@ RECV_BYTES = 1 << 20
 SOCKET_BUFFER = 4 << 20
 
 
-def switch_interface(ifname: str | None) -> str | None:
-    """The switch's interface for a kernel interface: eth3 -> Ethernet8, Vlan100 stays;
-    None for anything else (lo, an unknown device): a next hop there is not the switch's."""
+def switch_interface(ifname: str | None, ports: Mapping[str, str]) -> str | None:
+    """The switch's interface for a kernel interface: a wire's PORT entry (``ports``: wire ->
+    port, the agent's map), Vlan100 stays; None for anything else (lo, an unknown device): a
+    next hop there is not the switch's."""
     if ifname is None:
         return None
     if ifname.startswith("Vlan"):
         return ifname
-    try:
-        return port_name(ifname)
-    except ValueError:
-        return None
+    return ports.get(ifname)
 
 
 def decode(msg, iface_of: Callable[[int], str | None]) -> tuple[IPNetwork, LearnedRoute | None] | None:
@@ -95,8 +93,11 @@ def decode(msg, iface_of: Callable[[int], str | None]) -> tuple[IPNetwork, Learn
 class RouteSync:
     """The netlink side of one agent: ``fileno`` for its selector, ``ready`` when readable."""
 
-    def __init__(self, switch: Switch, log: Callable[[str], None]) -> None:
+    def __init__(self, switch: Switch, log: Callable[[str], None],
+                 ports: Mapping[str, str]) -> None:
+        """``ports``: each wire's PORT entry, as the agent was given them."""
         self.switch = switch
+        self.ports = dict(ports)
         self.log = log
         self.marshal = MarshalRtnl()
         self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
@@ -112,7 +113,7 @@ class RouteSync:
         return self.sock.fileno()
 
     def iface_of(self, index: int) -> str | None:
-        return switch_interface(self.ifnames.get(index))
+        return switch_interface(self.ifnames.get(index), self.ports)
 
     def table(self, family: int) -> dict[IPNetwork, LearnedRoute]:
         """The routes to sync that the kernel's main table holds now, for one family."""

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import yaml
 
-from ..fabric.config import port_name
 from ..fabric.model.watchdog import FABRIC, STORM_CHECK
 from .errors import LabError
 from .topology import Endpoint, Link, Topology
@@ -48,7 +47,7 @@ def set_link(lab, a: str, b: str, up: bool) -> Link:
         raise LabError(f"link {link.a} - {link.b}: neither end is a switch")
     for end in ends:
         if lab.topology.nodes[end.node].is_switch:
-            lab.agent(end.node).set_port(port_name(end.iface), up)
+            lab.agent(end.node).set_port(lab.topology.port(end.node, end.iface), up)
         elif lab.runtime_name != "sim":
             proc = lab.exec(end.node, ["ip", "link", "set", "dev", end.iface,
                                        "up" if up else "down"], timeout=10)

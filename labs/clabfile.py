@@ -77,7 +77,7 @@ def deploy_document(topo: Topology, raw: dict, version: str, agent_dirs: dict[st
         spec.pop("exec", None)
         binds = [_absolute_bind(b, base) for b in own_binds(node)]
         if runs_rocelab_switch(node):
-            as_rocelab_switch(spec, topo, node, version)
+            as_rocelab_switch(spec, node, version)
             binds += [f"{node.config_path}:{SONIC_CONFIG_TARGET}:ro",
                       f"{agent_dirs[node.name]}:{AGENT_DIR}"]
         elif node.is_switch and load_modes[node.name] is LoadMode.BIND:
@@ -122,12 +122,12 @@ def _absolute_bind(bind: str, base: Path) -> str:
     return f"{(base / source).resolve()}{sep}{rest}"
 
 
-def as_rocelab_switch(spec: dict, topo: Topology, node: Node, version: str) -> None:
+def as_rocelab_switch(spec: dict, node: Node, version: str) -> None:
     """kind linux: containerlab's sonic-vs kind would replace the image's entrypoint and start
     SONiC's supervisord in it."""
     spec["kind"] = "linux"
     spec["image"] = f"{SWITCH_IMAGE}:{version}"
-    spec["env"] = {**(spec.get("env") or {}), PORTS_ENV: ",".join(topo.interfaces(node.name)),
+    spec["env"] = {**(spec.get("env") or {}), PORTS_ENV: str(node.ports),
                    TIME_SCALE_ENV: f"{node.time_scale:g}"}
     if node.ecn_marking != DEFAULT_ECN_MARKING:
         spec["env"][ECN_MARKING_ENV] = node.ecn_marking

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from ipaddress import IPv4Interface
 
-from ..fabric.config import SwitchConfig, iface_name, port_name
+from ..fabric.config import SwitchConfig
 from .topology import Endpoint, Topology
 
 Segment = tuple[str, int]  # (switch, VLAN id)
@@ -161,7 +161,7 @@ def l2_domains(topo: Topology) -> list[Domain]:
     def vlans_at(ep: Endpoint) -> _PortVlans | None:
         if ep.node not in member:
             return None
-        return member[ep.node].get(port_name(ep.iface))
+        return member[ep.node].get(topo.port(ep.node, ep.iface))
 
     host_wires: list[tuple[Endpoint, Endpoint]] = []  # (host end, other end)
     for link in topo.links:
@@ -184,9 +184,9 @@ def l2_domains(topo: Topology) -> list[Domain]:
     for root, segs in groups.items():
         out = builders[root]
         for switch, vid in segs:
-            for port, vlans in member[switch].items():
-                if vid in vlans.vids:
-                    out["ports"].add((switch, iface_name(port)))
+            for iface, port in topo.nodes[switch].ports.ports.items():  # wired members
+                if port in member[switch] and vid in member[switch][port].vids:
+                    out["ports"].add((switch, iface))
             config = topo.nodes[switch].config
             for vlan in config.vlans.values():
                 if vlan.vid == vid and vlan.addresses:

@@ -38,7 +38,6 @@ from pathlib import Path
 
 import yaml
 
-from ..fabric.config import port_name
 from . import sonic, topology
 from .images import project_version
 from .clabfile import (as_rocelab_switch, dump_document, node_spec, own_binds, read_document,
@@ -107,7 +106,7 @@ def portable_document(topo: Topology, raw: dict, version: str) -> dict:
             commands += [shlex.join(["ethtool", "-K", iface, *HOST_OFFLOADS_OFF])
                          for iface in mtus] + list(node.exec)
         elif runs_rocelab_switch(node):
-            as_rocelab_switch(spec, topo, node, version)
+            as_rocelab_switch(spec, node, version)
             spec["env"][MTUS_ENV] = ",".join(f"{iface}={mtu}" for iface, mtu in mtus.items())
             binds.append(f"{_relative_source(node, topo)}:{SONIC_CONFIG_TARGET}:ro")
             commands = []
@@ -143,7 +142,7 @@ def _require_port_mtus(topo: Topology, node: Node, mtus: dict[str, int]) -> None
         for end in (link.a, link.b):
             if end.node != node.name:
                 continue
-            port = node.config.ports[port_name(end.iface)]
+            port = node.config.ports[topo.port(node.name, end.iface)]
             if port.mtu != mtus[end.iface]:
                 raise LabError(
                     f"{topo.path}: topology.links[{index}].mtu: {link.mtu}, but "

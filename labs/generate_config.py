@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 
+from ..fabric.ports import DEFAULT_LANES
 from ..fabric.qos import HeadroomParams, required_headroom
 from ..nic.settings import FIRMWARE_DEFAULTS
 
@@ -154,11 +155,20 @@ def _bgp(fabric: Fabric, sw: Switch, names: list[str], db: dict) -> None:
     db["DEVICE_NEIGHBOR"] = {name: {"name": p.peer} for name, p in zip(names, sw.ports)}
 
 
+def port_lanes(index: int, count: int) -> tuple[int, ...]:
+    """The lanes of the switch's ``index``-th port, on wire eth{index + 1}: the default hwsku's
+    for that wire where it has them at this width, so that SONiC-VS puts the port there
+    without a lanemap.ini (``fabric.ports``); else lanes of its own that no default wire
+    has (past them, or of another width), so the port is found by its alias."""
+    if count == len(DEFAULT_LANES[0]) and index < len(DEFAULT_LANES):
+        return DEFAULT_LANES[index]
+    return tuple(range(index * count + 1, (index + 1) * count + 1))
+
+
 def config_db(fabric: Fabric, sw: Switch) -> str:
     """The switch's config_db.json text."""
     spec = fabric.spec
     speed = spec.speed_mbps
-    lanes = LANES[speed]
     ports = sw.ports
     names = [f"Ethernet{4 * i}" for i in range(len(ports))]
     lossy_pg = best_effort_tc(spec)
@@ -174,7 +184,7 @@ def config_db(fabric: Fabric, sw: Switch) -> str:
             "default_pfcwd_status": "enable"}},
         "PORT": {name: {"alias": p.iface, "admin_status": "up", "speed": str(speed),
                         "mtu": str(PORT_MTU), "index": str(i),
-                        "lanes": ",".join(str(i * lanes + k) for k in range(1, lanes + 1))}
+                        "lanes": ",".join(map(str, port_lanes(i, LANES[speed])))}
                  for i, (name, p) in enumerate(zip(names, ports))},
         "INTERFACE": {},
     }

@@ -18,7 +18,6 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..fabric.config import port_name
 from .topology import Topology
 
 MEASURED_AGENT_PPS = 130_000  # bench "agent, routed + lossless pipeline", 1 KB, this machine
@@ -106,7 +105,7 @@ def estimate(topo: Topology, cores: int | None = None, rate: float | None = None
         for link in topo.links:
             for mine, peer in ((link.a, link.b), (link.b, link.a)):
                 config = topo.nodes[peer.node].config if mine.node == host.name else None
-                port = config.ports.get(port_name(peer.iface)) if config else None
+                port = config.ports[topo.port(peer.node, peer.iface)] if config else None
                 if port is not None:
                     bps = port.speed_mbps * 1e6 / topo.nodes[peer.node].time_scale
                     demand += bps / (8 * (mtu + FRAME_OVERHEAD)) * hops

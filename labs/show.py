@@ -17,8 +17,6 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..fabric.config import iface_name
-
 Rows = list[dict]
 VIEWS = ("pfc-counters", "queue-counters", "queue-watermark", "pg-watermark", "pfcwd-stats",
          "interfaces-counters")
@@ -40,7 +38,8 @@ MLX5 = (
 
 
 def _alias(port: str, entry: dict) -> str:
-    return f"{port} ({entry.get('iface') or iface_name(port)})"
+    """``Ethernet8 (eth3)``: the port and the wire the switch has it on (none: unwired)."""
+    return f"{port} ({entry['iface']})" if entry.get("iface") else port
 
 
 def _sub(now, then):

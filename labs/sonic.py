@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ..fabric.config import SwitchConfig, port_name
+from ..fabric.config import SwitchConfig
 from .errors import LabError
 from .topology import SONIC_STAGED_CONFIG
 
@@ -166,14 +166,14 @@ def port_flags_gap(output: str) -> str | None:
 
 def asic_gaps(config_db: dict[str, Any], wired: Iterable[str],
               asic: dict[str, dict[str, str]]) -> list[str]:
-    """What ASIC_DB still lacks of the config: a port object for each wired port (matched on
-    its lanes, as ASIC ports carry no names), the CPU port, and as many buffer profiles and
-    WRED profiles as the config defines. Empty: orchagent has programmed all of it."""
+    """What ASIC_DB still lacks of the config: a port object for each wired PORT entry
+    (``wired``, matched on its lanes, as ASIC ports carry no names), the CPU port, and as many
+    buffer profiles and WRED profiles as the config defines. Empty: orchagent has programmed
+    all of it."""
     ports = [fields for key, fields in asic.items() if key.startswith(ASIC_PORT)]
     lanes = {frozenset(_ints(f[LANES].partition(":")[2])) for f in ports if LANES in f}
     gaps = []
-    for iface in wired:
-        port = port_name(iface)
+    for port in wired:
         want = frozenset(_ints((config_db.get("PORT") or {}).get(port, {}).get("lanes", "")))
         if want not in lanes:
             gaps.append(f"ASIC_DB has no port with {port}'s lanes {sorted(want)}")

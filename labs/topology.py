@@ -16,8 +16,9 @@ from typing import Any
 
 from ..fabric import tables
 from ..fabric.config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError,
-                             SwitchConfig, port_name)
+                             SwitchConfig)
 from ..fabric.config_load import load as load_switch_config
+from ..fabric.ports import LANEMAP_TARGET, Lanes, PortMap, PortMapError, read_lanemap
 from ..fabric.model.pause import MIN_REFRESHABLE_PAUSE_S, min_refreshable_scale
 from ..fabric.userinput import brief
 from ..fabric import yamlfile
@@ -102,6 +103,11 @@ class Node:
     env: dict[str, str] = field(default_factory=dict)
     config_path: Path | None = None  # a switch's config_db.json
     config: SwitchConfig | None = None  # parsed and validated
+    # a switch's lanemap.ini, bound where SONiC-VS reads it, and its wires' lanes; None: the
+    # image's default layout (fabric.ports)
+    lanemap_path: Path | None = None
+    lanemap: dict[str, Lanes] | None = None
+    ports: PortMap | None = None  # which PORT entry each wire is; set with config
     time_scale: float = DEFAULT_TIME_SCALE  # label rocelab.time-scale
     ecn_marking: str = DEFAULT_ECN_MARKING  # label rocelab.ecn-marking
     # a host's NIC settings file (label rocelab.nic) and its parsed settings; None without
@@ -142,8 +148,22 @@ class Topology:
         for end in (Endpoint(node, iface), peer):
             config = self.nodes[end.node].config if end is not None else None
             if config is not None:
-                return config.qos.cable_length_m.get(port_name(end.iface), 0)
+                return config.qos.cable_length_m.get(self.port(end.node, end.iface), 0)
         return 0
+
+    def port(self, node: str, iface: str) -> str:
+        """The PORT entry on a switch's wire (its config loaded)."""
+        return self._map(node).port(iface)
+
+    def iface(self, node: str, port: str) -> str:
+        """The wire a switch's PORT entry is on."""
+        return self._map(node).iface(port)
+
+    def _map(self, node: str) -> PortMap:
+        ports = self.nodes[node].ports
+        if ports is None:
+            raise PortMapError(f"{self.path}: {node} is not a switch whose config is loaded")
+        return ports
 
     def peer(self, node: str, iface: str) -> Endpoint | None:
         return self._peers.get(Endpoint(node, iface))
@@ -353,6 +373,11 @@ class _Loader:
                 raise self.error(f"{where}.binds[{i}]", f"{source}: no such file or folder "
                                  f"(relative paths resolve against {self.dir})")
         nic_path, nic = self.nic(kind, labels, f"{where}.labels", allow_outside)
+        lanemap_path = self.bound(binds, LANEMAP_TARGET) if kind in SWITCH_KINDS else None
+        try:
+            lanemap = read_lanemap(lanemap_path) if lanemap_path is not None else None
+        except PortMapError as e:
+            raise self.error(f"{where}.binds", str(e)) from None
         return Node(name=name, kind=kind, image=image,
                     exec=self.commands(first("exec"), f"{where}.exec"), binds=binds,
                     labels=labels, env=merged("env"),
@@ -360,7 +385,15 @@ class _Loader:
                     ecn_marking=self.ecn_marking(labels, f"{where}.labels"),
                     config_path=self.config_path(where, kind, binds, first("startup-config"),
                                                  allow_outside),
-                    nic_path=nic_path, nic=nic)
+                    lanemap_path=lanemap_path, lanemap=lanemap, nic_path=nic_path, nic=nic)
+
+    def bound(self, binds: tuple[str, ...], target: str) -> Path | None:
+        """The file a bind places at ``target`` in the node, if one does."""
+        for bind in binds:
+            parts = bind.split(":")
+            if len(parts) >= 2 and parts[1] == target:
+                return (self.dir / parts[0]).resolve()
+        return None
 
     def commands(self, value: Any, where: str) -> tuple[str, ...]:
         """exec lines, each split now as deploy will split it, so a stray quote stops
@@ -506,15 +539,12 @@ class _Loader:
             config = load_switch_config(node.config_path, unemulated)
         except ConfigError as e:
             raise TopologyError(str(e)) from None
-        wired = []
-        for link in links:
-            for ep in (link.a, link.b):
-                if ep.node == node.name and port_name(ep.iface) not in config.ports:
-                    raise self.error(f"topology.nodes.{node.name}",
-                                     f"{ep} is wired but {port_name(ep.iface)} is not in PORT "
-                                     f"of {node.config_path}")
-                if ep.node == node.name:
-                    wired.append(config.ports[port_name(ep.iface)])
+        ifaces = [ep.iface for link in links for ep in (link.a, link.b) if ep.node == node.name]
+        try:
+            ports = PortMap.build(config, ifaces, node.lanemap, node.lanemap_path, node.name)
+        except PortMapError as e:
+            raise self.error(f"topology.nodes.{node.name}", str(e)) from None
+        wired = [config.ports[port] for port in ports.ports.values()]
         fastest = max(wired, key=lambda p: p.speed_mbps, default=None)
         if fastest is not None and node.time_scale < min_refreshable_scale(fastest.speed_mbps):
             needed = min_refreshable_scale(fastest.speed_mbps)
@@ -523,7 +553,7 @@ class _Loader:
                 f"S = {node.time_scale:g} makes a PFC pause on {fastest.name} "
                 f"({fastest.speed_mbps} Mb/s) shorter than {MIN_REFRESHABLE_PAUSE_S * 1e3:g} ms "
                 f"of wall time, too short for the agent to refresh: use S >= {needed:.3g}")
-        return replace(node, config=config)
+        return replace(node, config=config, ports=ports)
 
 
 def table_notes(topology: Topology) -> dict[str, dict[str, list[str]]]:

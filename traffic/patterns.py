@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..fabric.config import port_name
 from ..nic.settings import NicSettings
 from ..labs.topology import Node
 from ..nic.codec import FRAME_OVERHEAD
@@ -171,7 +170,7 @@ def host_speed_mbps(lab: Lab, host: str) -> int:
     for link in topo.links:
         for mine, peer in ((link.a, link.b), (link.b, link.a)):
             config = topo.nodes[peer.node].config if mine.node == host else None
-            port = config.ports.get(port_name(peer.iface)) if config else None
+            port = config.ports[topo.port(peer.node, peer.iface)] if config else None
             if port is not None:
                 return port.speed_mbps
     return DEFAULT_SPEED_MBPS

@@ -3,9 +3,11 @@
 #
 # containerlab starts a container first and plugs its links (eth1, eth2, ...) in afterwards,
 # so the agent cannot open its ports at start. ROCELAB_PORTS (set by rocelab's containerlab
-# runtime and by lab.export) names the ports to wait for; without it the ports are the ethN
-# present once their list has stopped changing for ROCELAB_SETTLE_S seconds. Either way the
-# wait is bounded by ROCELAB_PORT_WAIT_S.
+# runtime and by lab.export) names the ports to wait for, each with its PORT entry
+# ("eth1=Ethernet0,eth2=Ethernet8", as rocelab mapped them); without it the ports are the ethN
+# present once their list has stopped changing for ROCELAB_SETTLE_S seconds, and the agent maps
+# them itself, with the lanemap.ini bound where SONiC-VS reads it if there is one. Either way
+# the wait is bounded by ROCELAB_PORT_WAIT_S.
 #
 # ROCELAB_MTUS ("eth1=9100,eth2=9100", set by lab.export) gives each port its link's MTU where
 # the links themselves lose it (clabernetes drops a link's mtu:); a port that refuses it stops
@@ -24,13 +26,15 @@ CONTROL_DIR=${ROCELAB_CONTROL_DIR:-/run/rocelab}
 WAIT_S=${ROCELAB_PORT_WAIT_S:-300}
 SETTLE_S=${ROCELAB_SETTLE_S:-3}
 NAME=${HOSTNAME:-$(hostname)}
+LANEMAP=${ROCELAB_LANEMAP:-/usr/share/sonic/hwsku/lanemap.ini}
 
 wired() {
     ls /sys/class/net | grep -E '^eth[1-9][0-9]*$' | sort -V | paste -sd, -
 }
 
 missing() {
-    for port in $(echo "$ROCELAB_PORTS" | tr ',' ' '); do
+    for pair in $(echo "$ROCELAB_PORTS" | tr ',' ' '); do
+        port=${pair%%=*}
         [ -e "/sys/class/net/$port" ] || printf '%s ' "$port"
     done
 }
@@ -79,8 +83,11 @@ if ! sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable
 fi
 
 mkdir -p "$CONTROL_DIR"
+set --
+[ ! -f "$LANEMAP" ] || set -- --lanemap "$LANEMAP"
 echo "rocelab-switch $NAME: ports $ports; agent log in $CONTROL_DIR/agent.log"
 exec python -m rocelab.fabric.agent --config "$CONFIG" --name "$NAME" \
     --control "$CONTROL_DIR/agent.sock" --ports "$ports" \
     ${ROCELAB_TIME_SCALE:+--time-scale "$ROCELAB_TIME_SCALE"} \
-    ${ROCELAB_ECN_MARKING:+--ecn-marking "$ROCELAB_ECN_MARKING"} >>"$CONTROL_DIR/agent.log" 2>&1
+    ${ROCELAB_ECN_MARKING:+--ecn-marking "$ROCELAB_ECN_MARKING"} \
+    "$@" >>"$CONTROL_DIR/agent.log" 2>&1

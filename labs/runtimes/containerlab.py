@@ -242,7 +242,7 @@ class ContainerlabRuntime:
                         self._await_agent(switch.name, self._container(state, switch.name),
                                           state)
                     else:
-                        self._configure_sonic(topo, switch, state, load_modes[switch.name])
+                        self._configure_sonic(switch, state, load_modes[switch.name])
         except BaseException as failure:
             self._roll_back(state, failure)
             raise
@@ -292,10 +292,11 @@ class ContainerlabRuntime:
             container, sonic.asic_dump_argv(), f"{node}: read ASIC_DB").stdout)
         return sonic.summarize(node, config_db, asic)
 
-    def wait_sonic_ready(self, container: str, switch: Node, wired: list[str]) -> None:
+    def wait_sonic_ready(self, container: str, switch: Node) -> None:
         """Ready as sonic-swss's own tests wait for it (labs/sonic.py); bounded, because a
         broken image or config never gets there. The error names what was still missing."""
         config_db = json.loads(switch.config_path.read_text()) if switch.config_path else {}
+        wired = list(switch.ports.ports.values()) if switch.ports else []
         self._await(lambda: self._sonic_gap(container, config_db, wired),
                     f"{switch.name}: SONiC-VS not ready", sonic.READY_TIMEOUT_S)
 
@@ -357,8 +358,7 @@ class ContainerlabRuntime:
         for command in host.exec:
             self._in_container(container, shlex.split(command), f"{host.name}: {command!r}")
 
-    def _configure_sonic(self, topo: Topology, switch: Node, state: LabState,
-                         mode: LoadMode) -> None:
+    def _configure_sonic(self, switch: Node, state: LabState, mode: LoadMode) -> None:
         """A bound config was loaded by start.sh already; an older image's first start ran on
         its default config, so the file is copied in and supervisord started again (start.sh
         loads it into empty databases). Then: ready, and BGP started."""
@@ -376,13 +376,14 @@ class ContainerlabRuntime:
                         f"{switch.name}: supervisord did not stop", SUPERVISORD_STOP_TIMEOUT_S)
             self._checked(docker_exec_argv(container, sonic.supervisord_argv(), detach=True),
                           f"{switch.name}: start supervisord", COMMAND_TIMEOUT_S)
-        self.wait_sonic_ready(container, switch, topo.interfaces(switch.name))
+        self.wait_sonic_ready(container, switch)
         self._in_container(container, sonic.start_bgp_argv(),
                            f"{switch.name}: supervisorctl start {sonic.BGP_PROGRAM}")
 
     def _sonic_gap(self, container: str, config_db: dict, wired: list[str]) -> str | None:
         """The first readiness condition not met yet, or None: each stage only once the one
-        before holds, as each needs the previous (supervisord, redis, orchagent)."""
+        before holds, as each needs the previous (supervisord, redis, orchagent). ``wired``:
+        the PORT entries on the switch's wires."""
         gap = sonic.start_script_gap(self._output(container, sonic.status_argv()))
         if gap is None:
             gap = sonic.port_flags_gap(self._output(container, sonic.port_flags_argv()))

@@ -112,7 +112,7 @@ class NetnsRuntime:
             for node in bgp:
                 with step(f"kernel addresses of {node.name}"):
                     netns_bgp.kernel_l3(state.namespaces[node.name], node.config,
-                                  topo.interfaces(node.name))
+                                        node.ports)
             for host in topo.hosts:
                 with step(f"exec on {host.name}"):
                     self._exec_commands(host, state)
@@ -204,7 +204,7 @@ class NetnsRuntime:
             ns = state.namespaces[node.name]
             control = state.dir / "control" / f"{node.name}.sock"
             log = state.dir / f"{node.name}.log"
-            argv = in_namespace(ns, agent_argv(topo, node, state, control))
+            argv = in_namespace(ns, agent_argv(node, state, control))
             with open(log, "wb") as out:
                 proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, cwd=PROJECT_ROOT,
@@ -249,14 +249,14 @@ class NetnsRuntime:
         return node.is_switch
 
 
-def agent_argv(topo: Topology, node: Node, state: LabState, control: Path) -> list[str]:
+def agent_argv(node: Node, state: LabState, control: Path) -> list[str]:
     """The switch agent's command line. Its control socket goes in a folder the agent
     keeps root-only (0700); it may write traces only under ``trace_roots``."""
     roots = [arg for root in trace_roots(state) for arg in ("--trace-root", str(root))]
     unemulated = node.labels.get(UNEMULATED_LABEL, "refuse")
     return [sys.executable, "-m", "rocelab.fabric.agent", "--config", str(node.config_path),
             "--name", node.name, "--control", str(control), "--unemulated-tables", unemulated,
-            "--ports", ",".join(topo.interfaces(node.name)),
+            "--ports", str(node.ports),
             "--time-scale", str(node.time_scale), "--ecn-marking", node.ecn_marking, *roots]
 
 

@@ -48,7 +48,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from ...fabric.config import SwitchConfig, port_name
+from ...fabric.config import SwitchConfig
+from ...fabric.ports import PortMap
 from ...fabric.frrconfig import render
 from ..errors import LabError
 from ..state import LabState
@@ -114,8 +115,10 @@ def _in(ns: str, argv: list[str]) -> list[str]:
     return ["ip", "netns", "exec", ns, *argv]
 
 
-def kernel_l3(ns: str, config: SwitchConfig, ifaces: list[str]) -> None:
-    """Give the namespace's kernel the switch's addresses, quietly (see the module doc)."""
+def kernel_l3(ns: str, config: SwitchConfig, ports: PortMap) -> None:
+    """Give the namespace's kernel the switch's addresses, quietly (see the module doc):
+    each wire the addresses of its PORT entry (``ports``)."""
+    ifaces = list(ports.ports)
     sysctls = {"net.ipv4.ip_forward": "0", "net.ipv4.icmp_echo_ignore_all": "1",
                "net.ipv4.conf.all.send_redirects": "0",
                "net.ipv4.conf.default.send_redirects": "0",
@@ -124,8 +127,8 @@ def kernel_l3(ns: str, config: SwitchConfig, ifaces: list[str]) -> None:
     sysctls |= {f"net.ipv4.conf.{i}.send_redirects": "0" for i in ifaces}
     _sysctl(ns, sysctls)
     links = [f"link set dev {iface} address {config.mac}" for iface in ifaces]
-    addresses: dict[str, list] = {iface: list(config.interfaces.get(port_name(iface), ()))
-                                  for iface in ifaces}
+    addresses: dict[str, list] = {iface: list(config.interfaces.get(port, ()))
+                                  for iface, port in ports.ports.items()}
     addresses["lo"] = [a for addrs in config.loopbacks.values() for a in addrs]
     for vlan in config.vlans.values():
         if vlan.addresses:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
 
-from ...fabric.config import IPNetwork, SwitchConfig, port_name
+from ...fabric.config import IPNetwork, SwitchConfig
 from ...fabric.model.routes import LearnedRoute
 from .hostconfig import SimError
 from ..topology import Topology
@@ -56,7 +56,8 @@ def sessions(topo: Topology) -> list[Session]:
     for name, config in configs.items():
         for iface, addr in _l3(config):
             owner[addr.ip] = (name, iface)
-    wired = {frozenset(((l.a.node, port_name(l.a.iface)), (l.b.node, port_name(l.b.iface))))
+    wired = {frozenset(((l.a.node, topo.port(l.a.node, l.a.iface)),
+                        (l.b.node, topo.port(l.b.node, l.b.iface))))
              for l in topo.links if l.a.node in configs and l.b.node in configs}
     out = []
     for name, config in configs.items():

@@ -16,7 +16,6 @@ import functools
 import hashlib
 import random
 
-from ...fabric.config import port_name
 from ...fabric.model.switch import Switch
 from . import bgp
 from .engine import PS, Engine
@@ -52,7 +51,7 @@ class SimNetwork:
         self.hosts: dict[str, SimHost] = {}
         self.wires: dict[tuple[str, str], Wire] = {}  # (node, iface) -> its outgoing wire
         for node in topo.switches:
-            ifaces = {port_name(i): i for i in topo.interfaces(node.name)}
+            ifaces = {port: i for i, port in node.ports.ports.items()}
             rng = random.Random(derived_seed(seed, node.name, "wred"))
             model = Switch(node.config, time_scale=time_scale, rand=rng.random,
                            ecmp_salt=derived_seed(seed, node.name, "ecmp"),
@@ -76,7 +75,7 @@ class SimNetwork:
                             jitter_ps, rng)
                 self.wires[src.node, src.iface] = wire
                 if src.node in self.switches:
-                    self.switches[src.node].wires[port_name(src.iface)] = wire
+                    self.switches[src.node].wires[topo.port(src.node, src.iface)] = wire
                 else:
                     self.hosts[src.node].wires[src.iface] = wire
         for switch in self.switches.values():
@@ -86,14 +85,15 @@ class SimNetwork:
         """What a wire delivers ``frame`` to: (port, frame) to its node, bound in C (a
         partial, not a lambda: one Python call less per frame-hop)."""
         if node in self.switches:
-            return functools.partial(self.switches[node].arrive, port_name(iface))
+            return functools.partial(self.switches[node].arrive,
+                                     self.topology.port(node, iface))
         return functools.partial(self.hosts[node].arrive, iface)
 
     def _speeds(self, link) -> list[int]:
         out = []
         for end in (link.a, link.b):
             config = self.topology.nodes[end.node].config
-            port = config.ports.get(port_name(end.iface)) if config else None
+            port = config.ports[self.topology.port(end.node, end.iface)] if config else None
             if port is not None:
                 out.append(port.speed_mbps)
         return out

@@ -20,7 +20,6 @@ from typing import TypeVar
 import pytest
 
 from rocelab.fabric.client import AgentClient, AgentError
-from rocelab.fabric.config import port_name
 from rocelab.labs import live
 from rocelab.labs.runtimes.netns import remove_namespace, traces_allowed_in
 from tests.integration.test_lab import NOTHING, traces
@@ -258,7 +257,7 @@ def test_a_port_whose_peer_namespace_is_deleted_goes_down_without_spinning(lab, 
                 and not lab.topology.nodes[link.b.node if link.a.node == node
                                            else link.a.node].is_switch)
     mine, far = (link.a, link.b) if link.a.node == node else (link.b, link.a)
-    port = port_name(mine.iface)
+    port = lab.topology.port(node, mine.iface)
     assert client.counters()["ports"][port]["fault"] is None
     before = cpu_seconds(agent.pid)
     remove_namespace(lab.state.namespaces[far.node])

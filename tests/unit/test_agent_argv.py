@@ -34,10 +34,11 @@ def test_the_agent_runs_on_the_projects_interpreter_with_the_labs_trace_folders(
     topo, state = lab
     node = topo.switches[0]
     control = state.dir / "control" / f"{node.name}.sock"
-    argv = agent_argv(topo, node, state, control)
+    argv = agent_argv(node, state, control)
     assert argv[:3] == [sys.executable, "-m", "rocelab.fabric.agent"]
     assert argv[argv.index("--control") + 1] == str(control)
-    assert argv[argv.index("--ports") + 1] == ",".join(topo.interfaces(node.name))
+    assert argv[argv.index("--ports") + 1] == ",".join(
+        f"{iface}={topo.port(node.name, iface)}" for iface in topo.interfaces(node.name))
     assert roots_of(argv) == [str(PROJECT_ROOT / "results"), str(state.dir)]
 
 
@@ -49,7 +50,7 @@ def test_more_trace_folders_come_from_the_environment_and_a_check_run(lab, tmp_p
     assert trace_roots(state) == expected
     with traces_allowed_in(tmp_path / "results"):
         assert trace_roots(state) == [*expected, tmp_path / "results"]
-        argv = agent_argv(topo, topo.switches[0], state, state.dir / "x.sock")
+        argv = agent_argv(topo.switches[0], state, state.dir / "x.sock")
         assert roots_of(argv)[-1] == str(tmp_path / "results")
     assert trace_roots(state) == expected  # restored after the block
     monkeypatch.delenv(TRACE_ROOTS_ENV)

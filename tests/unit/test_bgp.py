@@ -221,27 +221,29 @@ def route_msg(event: str, attrs: list, proto: int = 186, table: int = 254) -> rt
 
 
 NAMES = {2: "eth1", 3: "eth2", 9: "lo"}.get
+WIRES = {"eth1": "Ethernet0", "eth2": "Ethernet8"}  # the agent's port map: 400G-style names
 
 
 def test_decode_multipath_route():
     msg = route_msg("RTM_NEWROUTE", [("RTA_PRIORITY", 20), ("RTA_MULTIPATH", [
         {"oif": 2, "hops": 0, "attrs": [("RTA_GATEWAY", "10.0.0.0")]},
         {"oif": 3, "hops": 0, "attrs": [("RTA_GATEWAY", "10.0.0.2")]}])])
-    prefix, route = decode(msg, lambda i: switch_interface(NAMES(i)))
+    prefix, route = decode(msg, lambda i: switch_interface(NAMES(i), WIRES))
     assert prefix == IPv4Network("10.1.2.0/24")
     assert route == LearnedRoute(20, "bgp", ((int(IPv4Address("10.0.0.0")), "Ethernet0"),
-                                             (int(IPv4Address("10.0.0.2")), "Ethernet4")))
+                                             (int(IPv4Address("10.0.0.2")), "Ethernet8")))
 
 
 def test_decode_single_path_withdrawal_and_skips():
     single = route_msg("RTM_NEWROUTE", [("RTA_PRIORITY", 200), ("RTA_GATEWAY", "10.0.0.2"),
                                         ("RTA_OIF", 3)])
-    assert decode(single, lambda i: switch_interface(NAMES(i)))[1].nexthops == (
-        (int(IPv4Address("10.0.0.2")), "Ethernet4"),)
+    assert decode(single, lambda i: switch_interface(NAMES(i), WIRES))[1].nexthops == (
+        (int(IPv4Address("10.0.0.2")), "Ethernet8"),)
     assert decode(route_msg("RTM_DELROUTE", []), NAMES) == (IPv4Network("10.1.2.0/24"), None)
     assert decode(route_msg("RTM_NEWROUTE", [], proto=2), NAMES) is None  # connected
     assert decode(route_msg("RTM_NEWROUTE", [], table=255), NAMES) is None  # local table
-    assert switch_interface("lo") is None and switch_interface("Vlan100") == "Vlan100"
+    assert switch_interface("lo", WIRES) is None and switch_interface("Vlan100", WIRES) == "Vlan100"
+    assert switch_interface("eth3", WIRES) is None  # not one of the agent's wires
 
 
 def test_learned_routes_combine_with_static_and_follow_ports():

@@ -131,7 +131,8 @@ def route6(event: str, dst: str, dst_len: int, attrs: list, proto: int = 186) ->
 
 
 def test_decode_ipv6_multipath_route_withdrawal_and_skips():
-    iface_of = lambda i: switch_interface(NAMES(i))  # noqa: E731
+    wires = {"eth1": "Ethernet0", "eth2": "Ethernet4"}
+    iface_of = lambda i: switch_interface(NAMES(i), wires)  # noqa: E731
     msg = route6("RTM_NEWROUTE", "2001:db8:1:2::", 64, [("RTA_PRIORITY", 20), ("RTA_MULTIPATH", [
         {"oif": 2, "hops": 0, "attrs": [("RTA_GATEWAY", "2001:db8:ff::1")]},
         {"oif": 3, "hops": 0, "attrs": [("RTA_GATEWAY", "fe80::52:4cff:fe00:2")]}])])

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 
 from rocelab.fabric.agent import delay_line
-from rocelab.fabric.config import port_name
 from rocelab.fabric.model.cable import Cable, DelayLine, propagation_s
 from rocelab.labs import topology
 
@@ -69,7 +68,7 @@ def test_cable_lengths_come_from_the_receiving_switch_port_or_the_hosts_switch()
         for dst, src in ((link.a, link.b), (link.b, link.a)):
             at = topo.nodes[dst.node].config or topo.nodes[src.node].config
             port = dst if topo.nodes[dst.node].config else src
-            want = at.qos.cable_length_m.get(port_name(port.iface), 0) if at else 0
+            want = at.qos.cable_length_m.get(topo.port(port.node, port.iface), 0) if at else 0
             assert topo.cable_m(dst.node, dst.iface) == want
 
 

@@ -297,7 +297,10 @@ def test_deploy_document_for_the_project_switch(lab_copy, tmp_path):
     leaf1 = doc["topology"]["nodes"]["leaf1"]
     assert leaf1["kind"] == "linux"  # containerlab's sonic-vs kind would start supervisord
     assert leaf1["image"] == "rocelab-switch:9.9"
-    assert leaf1["env"] == {"ROCELAB_PORTS": "eth1,eth2,eth3,eth4", "ROCELAB_TIME_SCALE": "3000"}
+    assert leaf1["env"] == {"ROCELAB_PORTS": str(topo.nodes["leaf1"].ports),
+                            "ROCELAB_TIME_SCALE": "3000"}
+    assert leaf1["env"]["ROCELAB_PORTS"] == ("eth1=Ethernet0,eth2=Ethernet4,eth3=Ethernet8,"
+                                             "eth4=Ethernet12")
     assert leaf1["labels"] == {"rocelab.switch": "rocelab"}
     assert leaf1["binds"] == [f"{topo.nodes['leaf1'].config_path}:/etc/sonic/config_db.json:ro",
                               f"{tmp_path / 'agent'}:/run/rocelab"]

@@ -56,8 +56,8 @@ def test_two_switches_pausing_each_other_make_a_cycle(counters):
     sc = dl.scenario_of(topo)
     link = next(k for k in topo.links
                 if topo.nodes[k.a.node].is_switch and topo.nodes[k.b.node].is_switch)
-    from rocelab.fabric.config import port_name
-    a, b = (link.a.node, port_name(link.a.iface)), (link.b.node, port_name(link.b.iface))
+    a = (link.a.node, topo.port(link.a.node, link.a.iface))
+    b = (link.b.node, topo.port(link.b.node, link.b.iface))
     then = copy.deepcopy(before)
     for sw, port in (a, b):
         then[sw]["ports"][port]["queues"][str(sc.queue)]["depth_bytes"] = 9000

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from rocelab.fabric.config_load import parse
+from rocelab.fabric.ports import PortMap
 from rocelab.labs import topology
 from rocelab.labs.domains import domain_of, domains_of, l2_domains
 from rocelab.labs.topology import Endpoint, Link, Node, Topology
@@ -72,7 +73,8 @@ def switch(name: str, mac: str, ports: int, *, vlans: dict[int, dict[int, str]] 
         config["INTERFACE"] = {f"Ethernet{4 * (n - 1)}|{addr}": {} for n, addr in routed.items()}
     if svis:
         config["VLAN_INTERFACE"] = {f"Vlan{v}|{addr}": {} for v, addr in svis.items()}
-    return Node(name, "sonic-vs", config=parse(config, f"{name}/config_db.json"))
+    wires = PortMap({f"eth{i + 1}": f"Ethernet{4 * i}" for i in range(ports)})
+    return Node(name, "sonic-vs", config=parse(config, f"{name}/config_db.json"), ports=wires)
 
 
 def host(name: str) -> Node:

@@ -123,7 +123,9 @@ def test_project_switch_nodes_export_as_the_switch_image(lab_copy):
     leaf1 = definition(docs)["topology"]["nodes"]["leaf1"]
     assert leaf1["kind"] == "linux"
     assert leaf1["image"] == "rocelab-switch:1.2.3"
-    assert leaf1["env"] == {"ROCELAB_PORTS": "eth1,eth2,eth3,eth4", "ROCELAB_TIME_SCALE": "3000",
+    assert leaf1["env"] == {"ROCELAB_PORTS": ("eth1=Ethernet0,eth2=Ethernet4,eth3=Ethernet8,"
+                                              "eth4=Ethernet12"),
+                            "ROCELAB_TIME_SCALE": "3000",
                             "ROCELAB_MTUS": "eth1=9100,eth2=9100,eth3=9100,eth4=9100"}
     assert leaf1["binds"] == ["configs/leaf1/config_db.json:/etc/sonic/config_db.json:ro"]
     assert "exec" not in leaf1

@@ -13,7 +13,6 @@ from invoke import Program
 
 import tasks
 from rocelab.checks import lint
-from rocelab.fabric.config import port_name
 from rocelab.fabric.model.switch import Switch
 from rocelab.labs import generate as gen
 from rocelab.labs.generate_spec import Spec
@@ -124,9 +123,9 @@ def test_the_fabric_has_the_requested_shape(generated, index):
         assert len(down) == spec.hosts_per_leaf
         assert len(up) == math.ceil(spec.hosts_per_leaf / spec.oversubscription)
         cables = leaf.config.qos.cable_length_m
-        assert {cables[port_name(i)] for i in down} == {5}
-        assert {cables[port_name(i)] for i in up} == {40}
-        mine = {a.ip for i in up for a in leaf.config.interfaces[port_name(i)]}
+        assert {cables[topo.port(leaf.name, i)] for i in down} == {5}
+        assert {cables[topo.port(leaf.name, i)] for i in up} == {40}
+        mine = {a.ip for i in up for a in leaf.config.interfaces[topo.port(leaf.name, i)]}
         for route in leaf.config.static_routes:  # ECMP over every uplink: the far ends of
             # the leaf's /31s, whose addresses differ from the leaf's own in the last bit
             assert {IPv4Address(int(h) ^ 1) for h in route.nexthops} == mine

@@ -262,3 +262,30 @@ def test_switch_entrypoint_gives_each_port_its_link_mtu(tmp_path):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and "mtu greater than device maximum" in proc.stderr
     assert not any(c.startswith("python") for c in log.read_text().splitlines()[len(calls):])
+
+
+
+def test_switch_entrypoint_waits_for_mapped_wires_and_hands_the_agent_its_lanemap(tmp_path):
+    """ROCELAB_PORTS as rocelab sets it (each wire with its PORT entry): the wire is waited
+    for by its name and the pairs reach the agent as they are; a lanemap.ini where SONiC-VS
+    reads it reaches the agent too, for wires it would map itself."""
+    if shutil.which("sh") is None:
+        pytest.skip("no sh on this machine")
+    bin_dir, log = tmp_path / "bin", tmp_path / "calls"
+    bin_dir.mkdir()
+    for tool in ("ip", "sysctl", "python"):
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> "{log}"\n')
+        (bin_dir / tool).chmod(0o755)
+    lanemap = tmp_path / "lanemap.ini"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOSTNAME": "leaf1",
+           "ROCELAB_PORTS": "lo=Ethernet8", "ROCELAB_CONTROL_DIR": str(tmp_path / "ctl"),
+           "ROCELAB_LANEMAP": str(lanemap)}
+    for bound in (False, True):
+        if bound:
+            lanemap.write_text("eth1:1,2,3,4,5,6,7,8\n")
+        proc = subprocess.run(["sh", str(PROJECT_ROOT / images.SWITCH_ENTRYPOINT)], env=env,
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        agent = log.read_text().splitlines()[-1]
+        assert "--ports lo=Ethernet8" in agent
+        assert agent.endswith(f"--lanemap {lanemap}") == bound, agent

@@ -77,7 +77,7 @@ def test_both_port_flags_are_required():
 
 
 def test_recorded_asic_db_holds_everything_the_config_defines():
-    wired = topology.load("roce-v2-leafspine").interfaces("leaf1")
+    wired = topology.load("roce-v2-leafspine").nodes["leaf1"].ports.ports.values()
     assert sonic.asic_gaps(config_db(), wired, asic()) == []
 
 
@@ -90,13 +90,13 @@ def test_asic_gaps_name_what_is_missing():
             del dump[key]  # the CPU port
     profiles = [k for k in dump if k.startswith(sonic.ASIC_BUFFER_PROFILE)]
     del dump[profiles[0]]
-    wired = topology.load("roce-v2-leafspine").interfaces("leaf1")
+    wired = topology.load("roce-v2-leafspine").nodes["leaf1"].ports.ports.values()
     assert sonic.asic_gaps(config_db(), wired, dump) == [
         "ASIC_DB has no port with Ethernet8's lanes [33, 34, 35, 36]",
         "ASIC_DB has no CPU port",
         "ASIC_DB has 3 of the config's 4 buffer profiles",
         "ASIC_DB has 0 of the config's 1 WRED profiles"]
-    assert sonic.asic_gaps(config_db(), ["eth1"], {}) == [
+    assert sonic.asic_gaps(config_db(), ["Ethernet0"], {}) == [
         "ASIC_DB has no port with Ethernet0's lanes [25, 26, 27, 28]", "ASIC_DB has no CPU port",
         "ASIC_DB has 0 of the config's 4 buffer profiles",
         "ASIC_DB has 0 of the config's 1 WRED profiles"]
@@ -105,7 +105,7 @@ def test_asic_gaps_name_what_is_missing():
 def test_only_wired_ports_are_waited_for():
     dump = {k: v for k, v in asic().items()
             if v.get(sonic.LANES) != "4:37,38,39,40"}  # Ethernet12 (eth4) never came
-    assert sonic.asic_gaps(config_db(), ["eth1", "eth2", "eth3"], dump) == []
+    assert sonic.asic_gaps(config_db(), ["Ethernet0", "Ethernet4", "Ethernet8"], dump) == []
 
 
 def test_wait_command_for_clabernetes_waits_then_starts_bgp():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rocelab.checks import congestion as cg
 from rocelab.checks import victim as vm
-from rocelab.fabric.config import port_name
 from rocelab.labs.runtimes.sim import simulated
 def scenario(name: str) -> tuple[cg.Incast, vm.Victim | None]:
     incast = cg.incast_of(simulated(name))
@@ -35,10 +34,11 @@ def test_shared_pause_counts_only_the_shared_links():
     after = {s: {**c, "ports": {p: {**e, "pfc_tx": list(e["pfc_tx"]),
                                     "paused_s": list(e["paused_s"])}
                                 for p, e in c["ports"].items()}} for s, c in before.items()}
-    shared = port_name(victim.shared[0])
+    shared = sim.topology.port(incast.switch, victim.shared[0])
     after[incast.switch]["ports"][shared]["pfc_tx"][incast.priority] += 5
     after[incast.switch]["ports"][incast.port]["pfc_tx"][incast.priority] += 7  # not shared
     peer, peer_iface = next((p, i) for f, p, i in incast.upstream if f == victim.shared[0])
-    peer_port = port_name(peer_iface)
+    peer_port = sim.topology.port(peer, peer_iface)
     after[peer]["ports"][peer_port]["paused_s"][incast.priority] += 0.25
-    assert vm.shared_pause(before, after, incast, victim) == {"pfc_sent": 5, "paused_s": 0.25}
+    assert vm.shared_pause(sim.topology, before, after, incast, victim) == {
+        "pfc_sent": 5, "paused_s": 0.25}
