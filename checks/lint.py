@@ -20,7 +20,7 @@ from typing import Literal
 from ..fabric import tables
 from ..fabric.config import BufferProfile, ConfigError, SwitchConfig
 from ..fabric.config_load import load as load_config
-from ..fabric.ports import wiring as wire_ports
+from ..fabric.ports import doubles, unmapped_reason, wiring as wire_ports
 from ..fabric.qos import (HeadroomParams, bound, pauses_sender, pg_of_tc, port_setting,
                           qos_ports, queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
 from .classes import RoceClass, expectations
@@ -105,6 +105,25 @@ def references(lab: Lab) -> Iterator[Finding]:
         yield Finding("error", "references", str(lab.topology.nodes[node].config_path),
                       error.where, str(error).split(": ", 1)[-1],
                       "define the missing entry or correct the name (the message says which)")
+
+
+def wiring(lab: Lab) -> Iterator[Finding]:
+    """Every wire of a switch must be one PORT entry of its own (by lanes, alias or the
+    default layout, as SONiC-VS maps them): else the lab does not come up."""
+    fix = ("give the PORT entry the wire's lanes (from the bound lanemap.ini, or the default "
+           "layout's) or alias it as the wire")
+    for name, config in lab.switches():
+        node, found = lab.topology.nodes[name], lab.wires[name]
+        for iface, port in found.items():
+            if port is None:
+                yield Finding("error", "wiring", config.path, f"PORT|{iface}|lanes",
+                              f"{name}:{iface} is wired but "
+                              f"{unmapped_reason(config, iface, node.lanemap, node.lanemap_path)}",
+                              fix)
+        for port, ifaces in doubles(found).items():
+            yield Finding("error", "wiring", config.path, f"PORT|{port}|lanes",
+                          f"{' and '.join(f'{name}:{i}' for i in ifaces)} are wired to one "
+                          f"PORT entry of {config.path}, {port}: a port has one wire", fix)
 
 
 def lossless_chain(lab: Lab) -> Iterator[Finding]:
@@ -510,7 +529,7 @@ def _nic_ports(lab: Lab) -> Iterator[tuple[Node, str, str, SwitchConfig, str]]:
             peer = lab.topology.peer(host.name, iface)
             config = lab.configs.get(peer.node) if peer else None
             port = lab.wires[peer.node].get(peer.iface) if config is not None else None
-            if port is not None:  # an unmapped wire: the lab does not load
+            if port is not None:  # an unmapped wire is the wiring rule's finding
                 yield host, iface, peer.node, config, port
 
 
@@ -565,6 +584,7 @@ def not_emulated(lab: Lab) -> Iterator[Finding]:
 
 RULES: dict[str, Rule] = {
     "references": references,
+    "wiring": wiring,
     "lossless-chain": lossless_chain,
     "headroom": headroom,
     "ecn-below-xoff": ecn_below_xoff,

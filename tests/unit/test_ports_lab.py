@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rocelab.checks import lint
 from rocelab.fabric.agent import main as agent_main
 from rocelab.fabric.agent import port_map
 from rocelab.fabric.config_load import load as load_config
@@ -136,6 +137,30 @@ def test_the_renamed_lab_forwards_in_the_simulator_on_the_mapped_ports(tmp_path)
     came = after["Ethernet16"]["pgs"][str(pg)]["rx_packets"] \
         - before["Ethernet16"]["pgs"][str(pg)]["rx_packets"]
     assert came == 3  # h1's RoCE came in on eth3, in the PG of the port the lanes put there
+
+
+def test_lint_finds_no_false_error_on_the_renamed_lab_and_names_an_unmapped_wire(tmp_path):
+    shipped = lint.lint(lint.load_lab(ROOT / "topologies" / "roce-v2-leafspine"))
+    renamed = lint.lint(lint.load_lab(renamed_lab(tmp_path / "a")))
+    assert lint.counts(renamed) == lint.counts(shipped)
+    assert not [f for f in renamed if f.rule in ("wiring", "host-dscp")]
+
+    broken = renamed_lab(tmp_path / "b", lanemap=None)
+    found = [f for f in lint.lint(lint.load_lab(broken)) if f.rule == "wiring"]
+    config = broken.parent / "configs" / "leaf1" / "config_db.json"
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("error", str(config), f"PORT|eth{n}|lanes") for n in range(1, 5)]
+    assert found[0].why.startswith(f"leaf1:eth1 is wired but no PORT entry of {config} has its "
+                                   "lanes 25,26,27,28")
+
+
+def test_lint_names_a_port_two_wires_map_to(tmp_path):
+    twice = "".join(f"{iface}:{','.join(map(str, lanes('Ethernet0')))}\n" for iface in WIRES)
+    found = [f for f in lint.lint(lint.load_lab(renamed_lab(tmp_path, lanemap=twice)))
+             if f.rule == "wiring"]
+    assert [(f.severity, f.where) for f in found] == [("error", "PORT|Ethernet0|lanes")]
+    assert "leaf1:eth1 and leaf1:eth2 and leaf1:eth3 and leaf1:eth4 are wired to one PORT " \
+           "entry" in found[0].why
 
 
 def test_the_checks_see_the_renamed_ports(tmp_path):
