@@ -20,7 +20,7 @@ from typing import Literal
 from ..fabric import tables
 from ..fabric.config import BufferProfile, ConfigError, SwitchConfig
 from ..fabric.config_load import load as load_config
-from ..fabric.ports import doubles, unmapped_reason, wiring as wire_ports
+from ..fabric.portmap import doubles, unmapped_reason, wiring as wire_ports
 from ..fabric.qos import (HeadroomParams, bound, pauses_sender, pg_of_tc, port_setting,
                           qos_ports, queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
 from .classes import RoceClass, expectations
@@ -72,7 +72,7 @@ class Settings:
 @dataclass
 class Lab:
     """The topology and each switch's config (None where it failed to load), and which PORT
-    entry each wire of a loaded one is (None: none is, ``fabric.ports``)."""
+    entry each wire of a loaded one is (None: none is, ``fabric.portmap``)."""
 
     topology: Topology
     settings: Settings

@@ -24,7 +24,7 @@ namespace:
         --control /run/.../control/leaf1.sock --ports eth1=Ethernet0,eth2=Ethernet4 \
         --time-scale 3000 --trace-root /path/to/results --trace-root /run/rocelab/<lab>
 
-``--ports`` names each wire's PORT entry, as the lab's loader mapped it (``fabric.ports``); a
+``--ports`` names each wire's PORT entry, as the lab's loader mapped it (``fabric.portmap``); a
 bare ``eth3`` is mapped here by the same rule, with ``--lanemap`` as SONiC-VS would read it.
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ from .control import ControlError, ControlServer, TraceLimits
 from .model.cable import DelayLine, propagation_s
 from .model.scheduler import Lateness, wire_rate_bps
 from .model.switch import Switch
-from .ports import PortMap, PortMapError, read_lanemap
+from .portmap import PortMap, PortMapError, read_lanemap
 from .realtime import realtime
 from .routesync import RouteSync
 from .trace import MIN_MAX_BYTES

@@ -2,7 +2,7 @@
 
 The dataclasses the switch model, agent, FRR rendering, labs and checks read, the
 ``ConfigError`` every config problem is reported as, and the ECN marking points (which wire
-is which port is ``fabric.ports``'s to say). No parsing happens here:
+is which port is ``fabric.portmap``'s to say). No parsing happens here:
 ``fabric.config_load`` reads and validates a config_db.json into a ``SwitchConfig``, so these
 types stay importable without the loader and its pydantic schemas.
 """
@@ -46,7 +46,7 @@ class Port:
     mtu: int
     admin_up: bool = True
     alias: str = ""
-    lanes: tuple[int, ...] = ()  # the ASIC lanes: which wire the port is on (fabric.ports)
+    lanes: tuple[int, ...] = ()  # the ASIC lanes: which wire the port is on (fabric.portmap)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 
-from ..fabric.ports import DEFAULT_LANES
+from ..fabric.portmap import DEFAULT_LANES
 from ..fabric.qos import HeadroomParams, required_headroom
 from ..nic.settings import FIRMWARE_DEFAULTS
 
@@ -158,7 +158,7 @@ def _bgp(fabric: Fabric, sw: Switch, names: list[str], db: dict) -> None:
 def port_lanes(index: int, count: int) -> tuple[int, ...]:
     """The lanes of the switch's ``index``-th port, on wire eth{index + 1}: the default hwsku's
     for that wire where it has them at this width, so that SONiC-VS puts the port there
-    without a lanemap.ini (``fabric.ports``); else lanes of its own that no default wire
+    without a lanemap.ini (``fabric.portmap``); else lanes of its own that no default wire
     has (past them, or of another width), so the port is found by its alias."""
     if count == len(DEFAULT_LANES[0]) and index < len(DEFAULT_LANES):
         return DEFAULT_LANES[index]

@@ -18,7 +18,7 @@ from ..fabric import tables
 from ..fabric.config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError,
                              SwitchConfig)
 from ..fabric.config_load import load as load_switch_config
-from ..fabric.ports import LANEMAP_TARGET, Lanes, PortMap, PortMapError, read_lanemap
+from ..fabric.portmap import LANEMAP_TARGET, Lanes, PortMap, PortMapError, read_lanemap
 from ..fabric.model.pause import MIN_REFRESHABLE_PAUSE_S, min_refreshable_scale
 from ..fabric.userinput import brief
 from ..fabric import yamlfile
@@ -104,7 +104,7 @@ class Node:
     config_path: Path | None = None  # a switch's config_db.json
     config: SwitchConfig | None = None  # parsed and validated
     # a switch's lanemap.ini, bound where SONiC-VS reads it, and its wires' lanes; None: the
-    # image's default layout (fabric.ports)
+    # image's default layout (fabric.portmap)
     lanemap_path: Path | None = None
     lanemap: dict[str, Lanes] | None = None
     ports: PortMap | None = None  # which PORT entry each wire is; set with config

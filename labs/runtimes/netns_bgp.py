@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 
 from ...fabric.config import SwitchConfig
-from ...fabric.ports import PortMap
+from ...fabric.portmap import PortMap
 from ...fabric.frrconfig import render
 from ..errors import LabError
 from ..state import LabState

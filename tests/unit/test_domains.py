@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from rocelab.fabric.config_load import parse
-from rocelab.fabric.ports import PortMap
+from rocelab.fabric.portmap import PortMap
 from rocelab.labs import topology
 from rocelab.labs.domains import domain_of, domains_of, l2_domains
 from rocelab.labs.topology import Endpoint, Link, Node, Topology

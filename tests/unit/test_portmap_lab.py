@@ -1,7 +1,7 @@
 """Every user of a switch's port map, on roce-v2-leafspine with leaf1 renamed the way
 400G-class SKUs name their ports (Ethernet0, Ethernet8, ... with 8 lanes each), its lanes in
 no order the names follow, and a lanemap.ini bound where SONiC-VS reads it: the loader, the
-agent's command line, the simulator, lint and the checks (fabric.ports holds the rule)."""
+agent's command line, the simulator, lint and the checks (fabric.portmap holds the rule)."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ from rocelab.checks import lint
 from rocelab.fabric.agent import main as agent_main
 from rocelab.fabric.agent import port_map
 from rocelab.fabric.config_load import load as load_config
-from rocelab.fabric.ports import LANEMAP_TARGET, PortMapError
+from rocelab.fabric.portmap import LANEMAP_TARGET, PortMapError
 from rocelab.fabric.qos import pg_of_tc, tc_of_dscp
 from rocelab.labs import state as states
 from rocelab.labs import topology

@@ -1,13 +1,13 @@
-"""fabric.ports: which PORT entry each wire of a switch is, as SONiC-VS decides it (a bound
+"""fabric.portmap: which PORT entry each wire of a switch is, as SONiC-VS decides it (a bound
 lanemap.ini's lanes, else the default hwsku's; then the alias; then the default layout).
-tests/unit/test_ports_lab.py follows the map through a lab whose ports have 400G names."""
+tests/unit/test_portmap_lab.py follows the map through a lab whose ports have 400G names."""
 from __future__ import annotations
 
 import pytest
 
 from rocelab.fabric.config import ConfigError
 from rocelab.fabric.config_load import parse
-from rocelab.fabric.ports import (DEFAULT_LANES, PortMap, PortMapError, default_lanes,
+from rocelab.fabric.portmap import (DEFAULT_LANES, PortMap, PortMapError, default_lanes,
                                   default_port, parse_lanemap, wiring)
 
 
