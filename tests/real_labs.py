@@ -1,9 +1,13 @@
-"""Labs built from what SONiC itself renders for real platforms (the corpus in
-tests/data/sonic): a platform's QoS and buffer tables, values unchanged, in a small
-leaf-spine that rocelab runs like any other lab.
+"""Labs built from what SONiC itself renders for real platforms (the corpus): a platform's
+QoS and buffer tables, values unchanged, in a small leaf-spine that rocelab runs like any
+other lab.
 
-Each corpus folder holds one SKU's files as sonic-buildimage has them (``provenance.json``
-names the repository, commit and path of each): ``qos.json`` and ``buffers.json`` as its
+The corpus's files are SONiC's, not the project's, so the repository keeps only their
+manifest (``tests/data/sonic_corpus/<platform>/provenance.json``: repository, commit, path
+and git blob of each file); the files themselves live in the project's shared reference
+folder beside the checkout (``../shared/reference/sonic-corpus/<platform>/``) or where
+``$ROCELAB_SONIC_CORPUS`` says. Each platform's folder holds one SKU's files as
+sonic-buildimage has them: ``qos.json`` and ``buffers.json`` as its
 config engine renders them, ``port_config.ini`` (the PORT table SONiC builds from it),
 ``pg_profile_lookup.ini`` (what buffermgrd derives lossless PGs from at boot) and, where
 port_config.ini has no speed column, ``hwsku.json`` (the speed of the default breakout mode).
@@ -22,6 +26,7 @@ on at every wired port.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,7 +36,8 @@ import yaml
 
 from rocelab.labs.generate import LIVE_RATE_S_PER_100G
 
-CORPUS = Path(__file__).resolve().parent / "data" / "sonic"
+MANIFESTS = Path(__file__).resolve().parent / "data" / "sonic_corpus"
+CORPUS_ENV = "ROCELAB_SONIC_CORPUS"
 # Where the SONiC-VS image reads its SKU's files; a switch node binds them there.
 HWSKU_DIR = "/usr/share/sonic/hwsku"
 LINK_MTU = 9100  # SONiC's port MTU (minigraph renders every port with it)
@@ -41,22 +47,39 @@ QOS_FIELDS = ("dscp_to_tc_map", "tc_to_queue_map", "tc_to_pg_map", "pfc_to_queue
 
 
 def platforms() -> list[str]:
-    """The corpus's platforms, by folder name."""
-    return sorted(p.parent.name for p in CORPUS.glob("*/provenance.json"))
+    """The corpus's platforms, by manifest."""
+    return sorted(p.parent.name for p in MANIFESTS.glob("*/provenance.json"))
+
+
+def corpus_dir() -> Path:
+    """Where the corpus's files are: ``$ROCELAB_SONIC_CORPUS``, else the shared reference
+    folder beside the checkout."""
+    given = os.environ.get(CORPUS_ENV)
+    return Path(given) if given else MANIFESTS.parents[3] / "shared" / "reference" / "sonic-corpus"
 
 
 @dataclass(frozen=True)
 class Platform:
-    """One corpus folder: what SONiC renders and ships for one SKU."""
-    folder: Path
+    """One corpus platform: what SONiC renders and ships for one SKU."""
+    name: str
 
     @property
-    def name(self) -> str:
-        return self.folder.name
+    def folder(self) -> Path:
+        return corpus_dir() / self.name
+
+    def missing(self) -> str | None:
+        """Why the platform's files cannot be read here, or None."""
+        absent = [f for f in self.provenance["files"] if not (self.folder / f).is_file()]
+        if not absent:
+            return None
+        return (f"the SONiC corpus's {self.name} files are not on this machine "
+                f"({', '.join(absent)} under {self.folder}): fetch them as "
+                f"tests/data/sonic_corpus/{self.name}/provenance.json names them, or set "
+                f"{CORPUS_ENV}")
 
     @cached_property
     def provenance(self) -> dict:
-        return json.loads((self.folder / "provenance.json").read_text())
+        return json.loads((MANIFESTS / self.name / "provenance.json").read_text())
 
     @cached_property
     def tables(self) -> dict[str, dict]:
@@ -143,7 +166,7 @@ class Wire:
 
 def make(dest: Path, platform: str, name: str | None = None) -> Path:
     """Write a lab from corpus ``platform`` under ``dest``; its clab file's path."""
-    plat = Platform(CORPUS / platform)
+    plat = Platform(platform)
     name = name or platform
     folder = dest / name
     wiring = _wiring(plat)
