@@ -25,7 +25,7 @@ from ..fabric.qos import (HeadroomParams, bound, pauses_sender, pg_of_tc, port_s
                           qos_ports, queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
 from .classes import RoceClass, expectations
 from ..nic.settings import NicSettings
-from ..labs.topology import Node, Topology
+from ..labs.topology import PG_LOOKUP_TARGET, Node, Topology
 from ..labs.topology import load as load_topology
 
 Severity = Literal["error", "warning", "info"]
@@ -100,11 +100,20 @@ Rule = Callable[[Lab], Iterator[Finding]]
 
 def references(lab: Lab) -> Iterator[Finding]:
     """A config that does not load (a dangling map/profile/scheduler name among others) is
-    refused by the switch: nothing else can be judged on it."""
+    refused by the switch: nothing else can be judged on it. A table rocelab does not
+    emulate is not such a mistake (SONiC takes it): ``not_emulated`` reports it."""
     for node, error in lab.load_errors.items():
-        yield Finding("error", "references", str(lab.topology.nodes[node].config_path),
-                      error.where, str(error).split(": ", 1)[-1],
-                      "define the missing entry or correct the name (the message says which)")
+        if _refused_table(error) is None:
+            yield Finding("error", "references", str(lab.topology.nodes[node].config_path),
+                          error.where, str(error).split(": ", 1)[-1],
+                          "define the missing entry or correct the name (the message says "
+                          "which)")
+
+
+def _refused_table(error: ConfigError) -> str | None:
+    """The table a load error refuses as not emulated (``fabric.tables.REFUSED``), if so."""
+    where = error.where
+    return where if where and "|" not in where and tables.refused_reason(where) else None
 
 
 def wiring(lab: Lab) -> Iterator[Finding]:
@@ -199,10 +208,17 @@ def _lossless_pg(config: SwitchConfig, port: str, tc: int, pg: int,
                  bad) -> Iterator[Finding]:
     profile = config.qos.buffer_pg.get((port, pg))
     if profile is None:
+        derived = next((d for d in config.derived_pgs if d.port == port and pg in d.pgs), None)
+        why, fix = "", "add BUFFER_PG with a lossless profile (xon, xoff, size)"
+        if derived is not None:  # buffermgrd could not make it
+            why = f", and buffermgrd makes none at boot ({derived.why})"
+            fix = f"give buffermgrd what it lacks (above), or {fix}"
+        elif config.buffer_model == "traditional" and not config.pg_lookup:
+            fix += (f", or bind the platform's pg_profile_lookup.ini to {PG_LOOKUP_TARGET}: "
+                    "buffermgrd makes it at boot from there, as on a SONiC switch")
         yield bad(f"BUFFER_PG|{port}|{pg}|profile",
-                  f"TC {tc} -> PG {pg} on {port}, which has no BUFFER_PG: no XOFF threshold and "
-                  "no headroom, so PFC is never sent and RoCE drops",
-                  "add BUFFER_PG with a lossless profile (xon, xoff, size)")
+                  f"TC {tc} -> PG {pg} on {port}, which has no BUFFER_PG{why}: no XOFF "
+                  "threshold and no headroom, so PFC is never sent and RoCE drops", fix)
     elif config.qos.buffer_profiles[profile].xoff is None:
         yield bad(f"BUFFER_PROFILE|{profile}|xoff",
                   f"PG {pg} on {port} uses {profile}, which has no xoff: a lossy PG never "
@@ -569,7 +585,16 @@ def _host_on_port(host: Node, iface: str, nic: NicSettings, switch: str,
 
 def not_emulated(lab: Lab) -> Iterator[Finding]:
     """Tables a real dump carries that are not in force here: say so, so nobody believes
-    they are (skipped ones, whose data-plane meaning is lost, as warnings)."""
+    they are (skipped ones, whose data-plane meaning is lost, as warnings; one that stops
+    the switch, which SONiC would take, as an error)."""
+    for node, error in lab.load_errors.items():
+        table = _refused_table(error)
+        if table is not None:
+            yield Finding("error", "not-emulated", str(lab.topology.nodes[node].config_path),
+                          table, f"the switch refuses the config: {tables.refused_reason(table)}"
+                          " (SONiC takes it; rocelab does not emulate it)",
+                          f"remove {table}, or run without it: label the node "
+                          f"{tables.UNEMULATED_LABEL}: skip")
     for name, config in lab.switches():
         for table in config.skipped:
             yield Finding("warning", "not-emulated", config.path, table,
@@ -580,6 +605,25 @@ def not_emulated(lab: Lab) -> Iterator[Finding]:
             yield Finding("info", "not-emulated", config.path, table,
                           f"accepted, not emulated: {tables.not_emulated_reason(table)}",
                           "nothing to do: it has no data-plane meaning here")
+        if config.other_line_cards:
+            yield Finding("info", "not-emulated", config.path, "QUEUE",
+                          "QUEUE and BUFFER_QUEUE entries of other line cards' system ports ("
+                          f"{', '.join(config.other_line_cards)}): accepted, not emulated (one "
+                          "switch is emulated; the chassis fabric to the others is not)",
+                          "nothing to do: this switch's own system ports are its queues")
+
+
+def derived_pgs(lab: Lab) -> Iterator[Finding]:
+    """Lossless PGs the config leaves out and buffermgrd makes at boot (traditional buffer
+    model, the platform's pg_profile_lookup.ini): in force, though not in the file. Those it
+    cannot make stay lossy, which ``lossless-chain`` reports."""
+    for _, config in lab.switches():
+        for derived in config.derived_pgs:
+            if derived.profile is not None:
+                yield Finding("info", "derived-pgs", config.path, f"BUFFER_PG|{derived.key}",
+                              f"not in the config: buffermgrd makes it at boot, "
+                              f"{derived.profile} from {derived.why}",
+                              "nothing to do (write it into the config to pin it)")
 
 
 RULES: dict[str, Rule] = {
@@ -595,6 +639,7 @@ RULES: dict[str, Rule] = {
     "consistency": consistency,
     "host-dscp": host_dscp,
     "not-emulated": not_emulated,
+    "derived-pgs": derived_pgs,
 }
 
 
@@ -611,7 +656,8 @@ def load_lab(spec: str | Path, priority: int | None = None, dscp: int | None = N
     errors: dict[str, ConfigError] = {}
     for node in topology.switches:
         try:
-            configs[node.name] = load_config(node.config_path, _unemulated(topology, node))
+            configs[node.name] = load_config(node.config_path, _unemulated(topology, node),
+                                             node.pg_lookup_path)
         except ConfigError as e:
             configs[node.name] = None
             errors[node.name] = e

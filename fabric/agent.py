@@ -364,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
                         "not emulated (the topology label rocelab.unemulated-tables)")
     parser.add_argument("--ecn-marking", choices=ECN_MARKING_POINTS, default=DEFAULT_ECN_MARKING,
                         help="where WRED marks CE (default: %(default)s)")
+    parser.add_argument("--pg-profile-lookup", metavar="INI", default=None,
+                        help="the platform's pg_profile_lookup.ini: the lossless PGs the "
+                        "config leaves out are made from it as buffermgrd makes them at boot")
     args = parser.parse_args(argv)
     if args.time_scale is not None and args.time_scale <= 0:
         parser.error("--time-scale must be positive")
@@ -373,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     if not all(root.is_absolute() for root in args.trace_root):
         parser.error("--trace-root must be an absolute path")
     try:
-        config = load(args.config, args.unemulated_tables)
+        config = load(args.config, args.unemulated_tables, args.pg_profile_lookup)
         switch = Switch(config, time_scale=args.time_scale, ecn_marking=args.ecn_marking)
     except ConfigError as e:
         print(f"{args.name}: {e}", file=sys.stderr)

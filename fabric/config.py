@@ -198,6 +198,36 @@ class Qos:
     queues: dict[tuple[str, int], QueueConfig] = field(default_factory=dict)  # (port, q)
     pfc_wd: dict[str, PfcWatchdog] = field(default_factory=dict)  # port -> settings
     pfc_wd_poll_interval_ms: int = 200
+    # BUFFER_PORT_INGRESS_PROFILE_LIST / _EGRESS_: port -> its profiles, one per pool
+    port_ingress_profiles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    port_egress_profiles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DerivedPgs:
+    """Lossless PGs of one port that the config leaves out and SONiC's buffermgrd creates at
+    boot in the traditional buffer model, from the platform's pg_profile_lookup.ini
+    (``fabric.buffermgrd``): ``profile`` names what they got, or is None when buffermgrd
+    could not make them and they stay lossy; ``why`` says which lookup row, or why none."""
+
+    port: str
+    pgs: tuple[int, ...]
+    profile: str | None
+    why: str
+
+    @property
+    def key(self) -> str:
+        """The BUFFER_PG key buffermgrd writes: ``Ethernet0|3-4`` (or ``|3``)."""
+        first, last = self.pgs[0], self.pgs[-1]
+        return f"{self.port}|{first}" + (f"-{last}" if last != first else "")
+
+    @property
+    def note(self) -> str:
+        """One line: ``BUFFER_PG|Ethernet0|3-4: <profile> from <row>``, or ``...: stays lossy:
+        <why>``."""
+        if self.profile is None:
+            return f"BUFFER_PG|{self.key}: stays lossy: {self.why}"
+        return f"BUFFER_PG|{self.key}: {self.profile} from {self.why}"
 
 
 @dataclass(frozen=True)
@@ -217,3 +247,8 @@ class SwitchConfig:
     bgp: Bgp | None = None  # None: no BGP_NEIGHBOR or BGP_PEER_RANGE entry
     not_emulated: tuple[str, ...] = ()  # tables present with no data-plane meaning here
     skipped: tuple[str, ...] = ()  # refused tables present, run without (UNEMULATED_LABEL)
+    pg_lookup: str = ""  # the pg_profile_lookup.ini buffermgrd read at boot ("": none)
+    derived_pgs: tuple[DerivedPgs, ...] = ()  # what buffermgrd made (or could not) from it
+    # VoQ chassis: the other line cards ("host|asic") whose system ports QUEUE and
+    # BUFFER_QUEUE name; accepted, not emulated (the chassis fabric is not)
+    other_line_cards: tuple[str, ...] = ()

@@ -150,6 +150,8 @@ MAX_ASN = 2**32 - 1  # 4-byte AS numbers (RFC 6793)
 _Bytes = Annotated[int, Between(0)]
 _OptionalBytes = Annotated[int | None, Between(0)]
 _Flag = Annotated[bool, BeforeValidator(_flag)]
+_OptionalFlag = Annotated[bool | None, BeforeValidator(_flag)]
+_OnOff = Literal["on", "off"] | None
 # BGP_NEIGHBOR's nhopself/rrclient: SONiC writes "0"/"1"
 _Flag01 = Annotated[bool, BeforeValidator(lambda v: _flag({"0": "false", "1": "true"}.get(v, v)))]
 _Priorities = Annotated[frozenset[int], BeforeValidator(_priorities)]
@@ -175,7 +177,23 @@ class Empty(_Entry):
     """INTERFACE-style entries: the key says it all; any field is one we do not model."""
 
 
+def _refused_but(allowed: tuple[str, ...], why: str) -> AfterValidator:
+    """A field accepted only at the values that leave the data plane as rocelab emulates it;
+    any other valid value is refused, saying what it would change (``why``)."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in allowed:
+            only = f"; only {' or '.join(map(repr, allowed))} is accepted" if allowed else ""
+            raise Invalid(f"{brief(value)} is not emulated ({why}){only}")
+        return value
+
+    return AfterValidator(check)
+
+
 class DeviceMetadata(_Entry):
+    """The fields bar hostname, mac, buffer_model and the BGP ones are accepted, not
+    emulated: ``fabric.tables.NOT_EMULATED_FIELDS`` says why for each."""
+
     hostname: str = Field(min_length=1)
     mac: Annotated[str, AfterValidator(_mac)]
     hwsku: str = ""
@@ -186,7 +204,6 @@ class DeviceMetadata(_Entry):
     bgp_asn: Annotated[int | None, Between(1, MAX_ASN)] = None
     bgp_router_id: Annotated[IPv4Address | None, BeforeValidator(_router_id)] = None
     default_bgp_status: Literal["up", "down"] = "up"
-    # in every dump, no effect on the emulated data plane
     deployment_id: str | None = None
     docker_routing_config_mode: str | None = None
     frr_mgmt_framework_config: str | None = None
@@ -196,6 +213,24 @@ class DeviceMetadata(_Entry):
     synchronous_mode: str | None = None
     yang_config_validation: str | None = None
     timezone: str | None = None
+    # a chassis or multi-ASIC switch (sonic-device_metadata.yang; minigraph.py writes them)
+    switch_type: Literal["npu", "voq", "chassis-packet", "fabric", "dpu", "dummy-sup"] = "npu"
+    switch_id: Annotated[int | None, Between(0, 65535)] = None
+    max_cores: Annotated[int | None, Between(0, 255)] = None
+    asic_name: str | None = None
+    asic_id: str | None = None
+    sub_role: str | None = None
+    chassis_hostname: str | None = None
+    cluster: str | None = None
+    slice_type: str | None = None
+    resource_type: str | None = None
+    downstream_subrole: str | None = None
+    rack_mgmt_map: str | None = None
+    storage_device: _OptionalFlag = None
+    peer_switch: str | None = None
+    dhcp_server: Literal["enabled", "disabled"] | None = None
+    suppress_fib_pending: Literal["enabled", "disabled"] | None = Field(
+        None, alias="suppress-fib-pending")
 
 
 class BgpNeighborFields(_Entry):
@@ -220,14 +255,42 @@ class BgpPeerRangeFields(_Entry):
 
 
 class PortFields(_Entry):
+    """speed, mtu and admin_status are emulated; the rest are accepted, not emulated
+    (``fabric.tables.NOT_EMULATED_FIELDS``), or refused where a value would change the data
+    plane. Values as sonic-port.yang allows them."""
+
     speed: Annotated[int, Between(1)]  # Mb/s
     mtu: Annotated[int, Between(68, 9216)] = 9100
     admin_status: Literal["up", "down"] = "up"
     alias: str = ""
     lanes: _Lanes = ()
     index: _OptionalBytes = None
-    fec: str = ""
-    autoneg: str = ""
+    fec: Literal["rs", "fc", "none", "auto"] | None = None
+    autoneg: _OnOff = None
+    description: str | None = None
+    subport: Annotated[int | None, Between(0, 8)] = None
+    link_training: _OnOff = None
+    adv_speeds: str | None = None
+    interface_type: str | None = None
+    adv_interface_types: str | None = None
+    fast_linkup: _OptionalFlag = None
+    dom_polling: Literal["enabled", "disabled"] | None = None
+    tx_power: str | None = None
+    laser_freq: Annotated[int | None, Between(-(2**31), 2**31 - 1)] = None
+    tpid: Annotated[Literal["0x8100", "0x9100", "0x9200", "0x88a8", "0x88A8"] | None,
+                    _refused_but(("0x8100",), "VLAN tags of another EtherType")] = None
+    pfc_asym: _OnOff = None
+    mode: Literal["routed", "access", "trunk"] | None = None
+    role: Literal["Ext", "Int", "Inb", "Rec", "Dpc"] | None = None
+    asic_port_name: str | None = None
+    core_id: str | None = None
+    core_port_id: str | None = None
+    num_voq: str | None = None
+    dhcp_rate_limit: _OptionalBytes = None
+    mux_cable: Annotated[Literal["true", "false"] | None,
+                         _refused_but(("false",), "a dual-ToR mux cable")] = None
+    macsec: Annotated[str | None, _refused_but((), "MACsec: frames would cross the wire "
+                                               "in clear")] = None
 
 
 class VlanFields(_Entry):
@@ -281,6 +344,12 @@ class BufferRefFields(_Entry):
     profile: str
 
 
+class ProfileListFields(_Entry):
+    """BUFFER_PORT_INGRESS_PROFILE_LIST and BUFFER_PORT_EGRESS_PROFILE_LIST entries."""
+
+    profile_list: _Names
+
+
 class WredFields(_Entry):
     ecn: _EcnMode = "ecn_none"
     wred_green_enable: _Flag = False
@@ -315,10 +384,15 @@ class PfcWdFields(_Entry):
     action: Literal["drop", "forward", "alert"] = "drop"
     detection_time: Annotated[int, Between(100, 5000)] = 200
     restoration_time: Annotated[int, Between(100, 60000)] = 200
+    pfc_stat_history: Literal["enable", "disable"] | None = None  # written by pfcwd
 
 
 class PfcWdGlobalFields(_Entry):
     POLL_INTERVAL: Annotated[int, Between(100, 1000)] = 200
+    # `pfcwd big_red_switch enable|disable`: enable makes every watchdog queue drop and
+    # ignore PFC at once (swss pfcwdsworch), which the watchdog model does not do
+    BIG_RED_SWITCH: Annotated[Literal["enable", "disable"] | None, _refused_but(
+        ("disable",), "every PFC watchdog queue would drop and ignore PFC")] = None
 
 
 _M = TypeVar("_M", bound=BaseModel)

@@ -13,9 +13,11 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from .buffermgrd import PgLookup, derive, read_lookup
 from .config import ConfigError, SwitchConfig
 from .config_fields import Invalid, one_line
-from .config_tables import TABLES, Draft
+from .config_draft import Draft
+from .config_tables import TABLES
 from .tables import (NOT_EMULATED, UNEMULATED_LABEL, UnemulatedPolicy, not_emulated_reason,
                      refused_reason)
 from .userinput import MAX_KEY_SHOWN, JsonError, brief, decode_json, shown_key
@@ -26,8 +28,11 @@ from .userinput import MAX_KEY_SHOWN, JsonError, brief, decode_json, shown_key
 # table and key, which keeps every message on one line in one format.
 
 
-def load(path: str | os.PathLike[str], unemulated: UnemulatedPolicy = "refuse") -> SwitchConfig:
-    """Read and validate a config_db.json file (``unemulated``: see ``parse``)."""
+def load(path: str | os.PathLike[str], unemulated: UnemulatedPolicy = "refuse",
+         pg_lookup: str | os.PathLike[str] | None = None) -> SwitchConfig:
+    """Read and validate a config_db.json file (``unemulated``: see ``parse``). ``pg_lookup``:
+    the platform's pg_profile_lookup.ini, from which the lossless PGs the config leaves out
+    are made as buffermgrd makes them at boot (``fabric.buffermgrd``)."""
     name = os.fspath(path)
     try:
         with open(name, encoding="utf-8") as f:
@@ -40,14 +45,16 @@ def load(path: str | os.PathLike[str], unemulated: UnemulatedPolicy = "refuse") 
         data = decode_json(text, name)
     except JsonError as e:
         raise ConfigError(str(e), e.where) from None
-    return parse(data, name, unemulated)
+    lookup = read_lookup(pg_lookup) if pg_lookup is not None else None
+    return parse(data, name, unemulated, lookup)
 
 
-def parse(data: dict[str, Any], path: str,
-          unemulated: UnemulatedPolicy = "refuse") -> SwitchConfig:
+def parse(data: dict[str, Any], path: str, unemulated: UnemulatedPolicy = "refuse",
+          lookup: PgLookup | None = None) -> SwitchConfig:
     """Validate config_db.json content; *path* only names the source in error messages.
     ``unemulated``: "skip" runs without tables whose data-plane meaning is not emulated
-    (``fabric.tables.REFUSED``) instead of refusing the file; they are listed in ``skipped``."""
+    (``fabric.tables.REFUSED``) instead of refusing the file; they are listed in ``skipped``.
+    ``lookup``: a pg_profile_lookup.ini read, for ``fabric.buffermgrd.derive``."""
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a JSON object of tables")
     _reject_unknown_tables(data, path, unemulated)
@@ -66,6 +73,8 @@ def parse(data: dict[str, Any], path: str,
                 where = "|".join([table, shown, *([invalid.field] if invalid.field else [])])
                 raise ConfigError(invalid.message(path, f"{table}|{shown}"), where) from None
     config = draft.finish(path)
+    if lookup is not None:
+        config = derive(config, lookup)
     return replace(config,
                    not_emulated=tuple(sorted(t for t in data if not_emulated_reason(t))),
                    skipped=tuple(sorted(t for t in data if t not in TABLES

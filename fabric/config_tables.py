@@ -2,138 +2,28 @@
 
 Each parser takes (draft, key, fields), checks the key's shape and the entry's fields
 (``fabric.config_fields``) and the references to entries of earlier tables, and adds what it
-accepted to the ``Draft``; ``Draft.finish`` builds the ``SwitchConfig``. ``TABLES`` lists
-the parsers in dependency order, the order ``fabric.config_load.parse`` runs them in.
+accepted to the ``Draft`` (``fabric.config_draft``); ``Draft.finish`` builds the
+``SwitchConfig``. The buffer tables' parsers are in ``fabric.config_buffer_tables``.
+``TABLES`` lists them all in dependency order, the order ``fabric.config_load.parse`` runs
+them in.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from pydantic import BaseModel
-
-from .config import (Bgp, BgpNeighbor, BgpPeerRange, BufferPool, BufferProfile, ConfigError,
-                     IPAddress, IPInterface, IPNetwork, PfcWatchdog, Port, PortQos, Qos,
-                     QueueConfig, Scheduler, StaticRoute, SwitchConfig, Vlan, WredColor,
-                     WredProfile)
-from .config_fields import (BgpNeighborFields, BgpPeerRangeFields, Between, BufferPoolFields,
-                            BufferProfileFields, BufferRefFields, DeviceMetadata, Empty,
-                            Invalid, PfcWdFields, PfcWdGlobalFields, PortFields, PortQosFields,
-                            QueueFields, SchedulerFields, StaticRouteFields, VlanFields,
-                            VlanMemberFields, WredFields, checked_ip_address,
+from .config import (BgpNeighbor, BgpPeerRange, IPInterface, PfcWatchdog, Port, PortQos,
+                     QueueConfig, Scheduler, StaticRoute, Vlan, WredColor, WredProfile)
+from .config_buffer_tables import (buffer_pg, buffer_pool, buffer_profile, buffer_queue,
+                                   cable_length, port_profile_list)
+from .config_draft import QOS_NAMED, Draft, assign, in_field, queue_indices
+from .config_fields import (BgpNeighborFields, BgpPeerRangeFields, Between, DeviceMetadata,
+                            Empty, Invalid, PfcWdFields, PfcWdGlobalFields, PortFields,
+                            PortQosFields, QueueFields, SchedulerFields, StaticRouteFields,
+                            VlanFields, VlanMemberFields, WredFields, checked_ip_address,
                             checked_ip_interface, checked_ip_network, validate)
 from .userinput import MAX_INT_DIGITS, brief
-
-
-@contextmanager
-def _in_field(name: str) -> Iterator[None]:
-    """Attribute problems found by plain (non-pydantic) checks to field *name*."""
-    try:
-        yield
-    except Invalid as invalid:
-        raise Invalid(invalid.problem, invalid.field or name) from None
-
-
-# ---- what has been accepted so far
-
-
-# QoS tables whose entries other tables refer to by name -> the Qos attribute holding them
-_QOS_NAMED = {
-    "DSCP_TO_TC_MAP": "dscp_to_tc",
-    "DOT1P_TO_TC_MAP": "dot1p_to_tc",
-    "TC_TO_PRIORITY_GROUP_MAP": "tc_to_pg",
-    "TC_TO_QUEUE_MAP": "tc_to_queue",
-    "MAP_PFC_PRIORITY_TO_QUEUE": "pfc_priority_to_queue",
-    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": "pfc_priority_to_pg",
-    "SCHEDULER": "schedulers",
-    "WRED_PROFILE": "wred_profiles",
-    "BUFFER_POOL": "buffer_pools",
-    "BUFFER_PROFILE": "buffer_profiles",
-}
-
-
-@dataclass
-class Draft:
-    """The entries accepted so far; later tables check their references against them."""
-
-    meta: DeviceMetadata | None = None
-    ports: dict[str, Port] = field(default_factory=dict)
-    interfaces: dict[str, tuple[IPInterface, ...]] = field(default_factory=dict)
-    loopbacks: dict[str, tuple[IPInterface, ...]] = field(default_factory=dict)
-    vlans: dict[str, Vlan] = field(default_factory=dict)
-    routes: dict[IPNetwork, StaticRoute] = field(default_factory=dict)
-    qos: Qos = field(default_factory=Qos)  # its dicts are filled in place
-    neighbors: dict[IPAddress, BgpNeighbor] = field(default_factory=dict)
-    peer_ranges: dict[str, BgpPeerRange] = field(default_factory=dict)
-
-    def finish(self, path: str) -> SwitchConfig:
-        if self.meta is None:
-            raise ConfigError(
-                f"{path}: DEVICE_METADATA: the localhost entry (hostname, mac) is required"
-            )
-        meta = self.meta
-        return SwitchConfig(
-            path=path, hostname=meta.hostname, mac=meta.mac, type=meta.type, hwsku=meta.hwsku,
-            buffer_model=meta.buffer_model, ports=self.ports, vlans=self.vlans,
-            interfaces=self.interfaces, loopbacks=self.loopbacks,
-            static_routes=tuple(self.routes.values()), qos=self.qos, bgp=self.bgp(path),
-        )
-
-    def bgp(self, path: str) -> Bgp | None:
-        """The BGP speaker, when any session is configured: it needs the switch's AS."""
-        if not self.neighbors and not self.peer_ranges:
-            return None
-        if self.meta.bgp_asn is None:
-            table = "BGP_NEIGHBOR" if self.neighbors else "BGP_PEER_RANGE"
-            raise ConfigError(f"{path}: DEVICE_METADATA|localhost: bgp_asn: required field is "
-                              f"missing ({table} configures BGP sessions, which need this "
-                              "switch's AS number)", "DEVICE_METADATA|localhost|bgp_asn")
-        router_id = self.meta.bgp_router_id
-        if router_id is None:  # Loopback0's IPv4 address, as bgpcfgd takes it
-            router_id = next((a.ip for a in self.loopbacks.get("Loopback0", ())
-                              if a.version == 4), None)
-        if router_id is None and all(a.version == 6 for _, a in self.l3_addresses()):
-            # FRR would take one of the switch's IPv4 addresses; with none its BGP
-            # identifier is 0.0.0.0, which every peer refuses: no session would come up
-            raise ConfigError(f"{path}: DEVICE_METADATA|localhost: bgp_router_id: required "
-                              "field is missing (this switch has no IPv4 address to take "
-                              "its 32-bit BGP router id from)",
-                              "DEVICE_METADATA|localhost|bgp_router_id")
-        return Bgp(self.meta.bgp_asn, router_id, self.neighbors, self.peer_ranges)
-
-    def l3_addresses(self) -> list[tuple[str, IPInterface]]:
-        """(interface, address) of every routed port, SVI and loopback accepted so far."""
-        return [(name, a) for table in (self.interfaces, self.loopbacks)
-                for name, addrs in table.items() for a in addrs] + [
-                (vlan.name, a) for vlan in self.vlans.values() for a in vlan.addresses]
-
-    def need_port(self, name: str) -> str:
-        if name not in self.ports:
-            raise Invalid(f"port {name} is not in PORT")
-        return name
-
-    def need_vlan(self, name: str) -> str:
-        if name not in self.vlans:
-            raise Invalid(f"VLAN {name} is not in VLAN")
-        return name
-
-    def ref(self, field_name: str, value: str, table: str) -> str:
-        """Resolve a reference to a *table* entry; SONiC also writes it "[TABLE|name]"."""
-        name = value
-        if value.startswith("[") and value.endswith("]"):
-            ref_table, _, name = value[1:-1].partition("|")
-            if ref_table != table:
-                raise Invalid(f"{brief(value)} must refer to {table}", field_name)
-        if name not in getattr(self.qos, _QOS_NAMED[table]):
-            raise Invalid(f"{brief(name)} is not in {table}", field_name)
-        return name
-
-    def refs(self, entry: BaseModel, tables: dict[str, str]) -> dict[str, str]:
-        """Resolve the optional reference fields of *entry* ({field: table}) that are given."""
-        given = entry.model_dump(include=set(tables), exclude_none=True)
-        return {name: self.ref(name, value, tables[name]) for name, value in given.items()}
 
 
 # ---- key shapes
@@ -153,28 +43,6 @@ def _name_and_address(key: str) -> tuple[str, IPInterface | None]:
     address on it)."""
     name, separator, address = key.partition("|")
     return name, checked_ip_interface(address) if separator else None
-
-
-def _port_indices(draft: Draft, key: str) -> list[tuple[str, int]]:
-    """``Ethernet0|3`` or ``Ethernet0|0-2`` -> [(port, index), ...] for PGs and queues 0..7."""
-    port, separator, indices = key.partition("|")
-    if not separator:
-        raise Invalid("key must be Ethernet<N>|<index> or Ethernet<N>|<first>-<last>")
-    draft.need_port(port)
-    first, dash, last = indices.partition("-")
-    low = Between(0, 7)(first)
-    high = Between(0, 7)(last) if dash else low
-    if low > high:
-        raise Invalid(f"range {brief(indices)} is backwards ({low} > {high})")
-    return [(port, index) for index in range(low, high + 1)]
-
-
-def _assign(target: dict[tuple[str, int], Any], keys: list[tuple[str, int]], value: object) -> None:
-    """Overlapping range keys would make the result depend on JSON key order: refuse them."""
-    for port, index in keys:
-        if (port, index) in target:
-            raise Invalid(f"{port} index {index} is already set by another entry")
-        target[(port, index)] = value
 
 
 def _with_address(
@@ -221,7 +89,7 @@ def _vlan(draft: Draft, key: str, fields: dict[str, Any]) -> None:
     entry = validate(VlanFields, fields)
     if entry.vlanid != int(key.removeprefix("Vlan")):
         raise Invalid(f"{entry.vlanid} does not match the VLAN name {key}", "vlanid")
-    with _in_field("members"):
+    with in_field("members"):
         for port in entry.members:
             draft.need_port(port)
     draft.vlans[key] = Vlan(key, entry.vlanid)
@@ -322,9 +190,9 @@ def _qos_map(table: str, highest_key: int) -> Callable[[Draft, str, dict[str, An
     def parse_map(draft: Draft, key: str, fields: dict[str, Any]) -> None:
         mapping: dict[int, int] = {}
         for source, target in fields.items():
-            with _in_field(source):
+            with in_field(source):
                 mapping[Between(0, highest_key)(source)] = Between(0, 7)(target)
-        getattr(draft.qos, _QOS_NAMED[table])[key] = mapping
+        getattr(draft.qos, QOS_NAMED[table])[key] = mapping
 
     return parse_map
 
@@ -350,51 +218,6 @@ def _port_qos_map(draft: Draft, key: str, fields: dict[str, Any]) -> None:
         pfc_enable=entry.pfc_enable,
         pfcwd_sw_enable=entry.pfcwd_sw_enable,
     )
-
-
-def _buffer_pool(draft: Draft, key: str, fields: dict[str, Any]) -> None:
-    entry = validate(BufferPoolFields, fields)
-    draft.qos.buffer_pools[key] = BufferPool(key, entry.type, entry.mode, entry.size, entry.xoff)
-
-
-def _buffer_profile(draft: Draft, key: str, fields: dict[str, Any]) -> None:
-    entry = validate(BufferProfileFields, fields)
-    pool = draft.ref("pool", entry.pool, "BUFFER_POOL")
-    if (entry.dynamic_th is None) == (entry.static_th is None):
-        raise Invalid("needs exactly one of dynamic_th and static_th")
-    draft.qos.buffer_profiles[key] = BufferProfile(
-        key, pool, entry.size, entry.dynamic_th, entry.static_th, entry.xon, entry.xoff, entry.xon_offset
-    )
-
-
-def _buffer_pg(draft: Draft, key: str, fields: dict[str, Any]) -> None:
-    keys = _port_indices(draft, key)
-    profile = draft.ref("profile", validate(BufferRefFields, fields).profile, "BUFFER_PROFILE")
-    _assign(draft.qos.buffer_pg, keys, profile)
-
-
-def _buffer_queue(draft: Draft, key: str, fields: dict[str, Any]) -> None:
-    """An egress queue's profile: its pool must be an egress one (or ``both``), the buffer
-    the queue's egress admission draws on."""
-    keys = _port_indices(draft, key)
-    profile = draft.ref("profile", validate(BufferRefFields, fields).profile, "BUFFER_PROFILE")
-    pool = draft.qos.buffer_pools[draft.qos.buffer_profiles[profile].pool]
-    if pool.type == "ingress":
-        raise Invalid(f"{profile} is in {pool.name}, an ingress pool: an egress queue needs "
-                       "a profile of an egress pool", "profile")
-    _assign(draft.qos.buffer_queue, keys, profile)
-
-
-def _cable_length(draft: Draft, key: str, fields: dict[str, Any]) -> None:
-    """``CABLE_LENGTH|AZURE``: {"Ethernet0": "40m"}; the key's name does not matter."""
-    for port, length in fields.items():
-        with _in_field(port):
-            draft.need_port(port)
-            if port in draft.qos.cable_length_m:
-                raise Invalid("cable length is already set by another CABLE_LENGTH entry")
-            if not isinstance(length, str) or not length.endswith("m"):
-                raise Invalid(f"{brief(length)} is not a length in metres like '40m'")
-            draft.qos.cable_length_m[port] = Between(0)(length.removesuffix("m"))
 
 
 def _wred_color(entry: WredFields, color: str) -> WredColor | None:
@@ -431,10 +254,11 @@ def _scheduler(draft: Draft, key: str, fields: dict[str, Any]) -> None:
 
 
 def _queue(draft: Draft, key: str, fields: dict[str, Any]) -> None:
-    keys = _port_indices(draft, key)
+    """A queue's scheduler and WRED profile; VoQ system-port keys: ``queue_indices``."""
+    keys = queue_indices(draft, key)
     entry = validate(QueueFields, fields)
     refs = draft.refs(entry, {"scheduler": "SCHEDULER", "wred_profile": "WRED_PROFILE"})
-    _assign(draft.qos.queues, keys, QueueConfig(**refs))
+    assign(draft.qos.queues, keys, QueueConfig(**refs))
 
 
 def _pfc_wd(draft: Draft, key: str, fields: dict[str, Any]) -> None:
@@ -468,11 +292,13 @@ TABLES: dict[str, Callable[[Draft, str, dict[str, Any]], None]] = {
     "SCHEDULER": _scheduler,
     "WRED_PROFILE": _wred_profile,
     "PORT_QOS_MAP": _port_qos_map,
-    "BUFFER_POOL": _buffer_pool,
-    "BUFFER_PROFILE": _buffer_profile,
-    "BUFFER_PG": _buffer_pg,
-    "BUFFER_QUEUE": _buffer_queue,
-    "CABLE_LENGTH": _cable_length,
+    "BUFFER_POOL": buffer_pool,
+    "BUFFER_PROFILE": buffer_profile,
+    "BUFFER_PG": buffer_pg,
+    "BUFFER_QUEUE": buffer_queue,
+    "BUFFER_PORT_INGRESS_PROFILE_LIST": port_profile_list("ingress"),
+    "BUFFER_PORT_EGRESS_PROFILE_LIST": port_profile_list("egress"),
+    "CABLE_LENGTH": cable_length,
     "QUEUE": _queue,
     "PFC_WD": _pfc_wd,
 }

@@ -11,7 +11,13 @@ plane. rocelab sorts every table it does not model into one of two lists:
   unless the lab says to run without them (``UNEMULATED_LABEL``), which is then warned about
   everywhere the not-emulated tables are listed.
 
-docs/lab-guide.md section 4.3 lists both, with these reasons.
+Fields get the same treatment inside the tables rocelab reads: ``NOT_EMULATED_FIELDS`` are
+the fields SONiC's templates and utilities write that have no data-plane meaning here (a
+port's description, its FEC...), accepted with the reason; a value that would change the
+data plane and is not emulated (a TPID other than 0x8100, the PFC watchdog's big red switch
+on) is refused by the field's schema (``fabric.config_fields``), naming the reason.
+
+docs/lab-guide.md section 4.3 lists all of them, with these reasons.
 """
 from __future__ import annotations
 
@@ -68,6 +74,83 @@ NOT_EMULATED: dict[str, str] = {
     "BGP_MONITORS": "BGP monitoring sessions (BMP-like), carry no routes to the fabric",
     "BGP_GLOBALS": "read by frrcfgd (unified routing mode); rocelab renders FRR as bgpcfgd "
                    "does, from DEVICE_METADATA and BGP_NEIGHBOR",
+    "SYSTEM_PORT": "a VoQ chassis's system ports: this switch's own are its PORT entries, the "
+                   "other line cards' are reached over a chassis fabric that is not emulated",
+}
+
+# Fields of the tables rocelab reads that SONiC's templates and utilities write and that
+# change nothing here (module docstring), by table; fabric.config_fields takes exactly these.
+_PHY = "the PHY's business: a veth has no PHY and the port runs at its speed"
+_CHIP = "where the port sits on a multi-ASIC or VoQ chip: one switch is emulated, whole"
+_OPTICS = "the transceiver's settings: a veth has no optics"
+NOT_EMULATED_FIELDS: dict[str, dict[str, str]] = {
+    "PORT": {
+        "alias": "the vendor's name for the port",
+        "description": "a label for people",
+        "index": "front-panel numbering",
+        "lanes": "the SerDes lanes the port uses",
+        "subport": "the port's place in a breakout",
+        "fec": _PHY,
+        "autoneg": _PHY,
+        "link_training": _PHY,
+        "adv_speeds": _PHY,
+        "interface_type": _PHY,
+        "adv_interface_types": _PHY,
+        "fast_linkup": _PHY,
+        "dom_polling": _OPTICS,
+        "tx_power": _OPTICS,
+        "laser_freq": _OPTICS,
+        "tpid": "0x8100 (the only value accepted) is the 802.1Q tag the model reads anyway",
+        "pfc_asym": "asymmetric PFC (on: honour PFC on every priority, send it for pfc_enable); "
+                    "the model honours received PFC on every priority whichever is set",
+        "mode": "the CLI's switchport mode: VLAN_MEMBER and INTERFACE decide what the port does",
+        "role": "front-panel, internal, inband or recirculation port: every port forwards alike",
+        "asic_port_name": _CHIP,
+        "core_id": _CHIP,
+        "core_port_id": _CHIP,
+        "num_voq": _CHIP,
+        "dhcp_rate_limit": "limits DHCP to the switch's CPU, which serves no DHCP here",
+        "mux_cable": "false (the only value accepted): no dual-ToR mux cable on the port",
+    },
+    "DEVICE_METADATA": {
+        "hwsku": "names the platform, whose buffer settings the config carries (and its "
+                 "pg_profile_lookup.ini, when the topology binds it)",
+        "platform": "names the platform, whose buffer settings the config carries",
+        "type": "the device's role, read by SONiC's templates that render the config",
+        "default_pfcwd_status": "whether pfcwd writes PFC_WD at boot; PFC_WD is read as given",
+        "deployment_id": _MANAGEMENT,
+        "docker_routing_config_mode": "how SONiC's FRR is configured; rocelab renders FRR "
+                                      "itself (docs/lab-guide.md 4.7)",
+        "frr_mgmt_framework_config": "how SONiC's FRR is configured; rocelab renders FRR itself",
+        "region": _MANAGEMENT,
+        "cloudtype": _MANAGEMENT,
+        "subtype": "the device's role, read by SONiC's templates that render the config",
+        "synchronous_mode": "how orchagent talks to the SAI",
+        "yang_config_validation": "whether SONiC validates config changes",
+        "timezone": _MANAGEMENT,
+        "switch_type": "the chip's place in a chassis; a voq switch's QUEUE and BUFFER_QUEUE "
+                       "keys are system ports, its own read as its ports' queues",
+        "switch_id": "numbers the chips of a VoQ chassis",
+        "max_cores": "sizes a VoQ chassis's system ports",
+        "asic_name": "names this chip in a VoQ chassis's system-port keys",
+        "asic_id": "the SAI's handle on the chip",
+        "sub_role": "front-end or back-end chip of a multi-ASIC switch",
+        "chassis_hostname": _MANAGEMENT,
+        "cluster": _MANAGEMENT,
+        "slice_type": _MANAGEMENT,
+        "resource_type": _MANAGEMENT,
+        "downstream_subrole": _MANAGEMENT,
+        "rack_mgmt_map": _MANAGEMENT,
+        "storage_device": "read by SONiC's templates that render the config",
+        "peer_switch": "names the other ToR of a dual-ToR pair (MUX_CABLE is refused)",
+        "dhcp_server": "the switch's own DHCP server",
+        "suppress-fib-pending": "when BGP announces a route, not where packets go",
+    },
+    "PFC_WD": {
+        "pfc_stat_history": "keeps a history of PFC counters for the CLI",
+        "BIG_RED_SWITCH": "disable (the only value accepted) leaves every watchdog as PFC_WD "
+                          "configures it",
+    },
 }
 
 REFUSED: dict[str, str] = {
@@ -87,8 +170,6 @@ REFUSED: dict[str, str] = {
     "STATIC_NAT": "NAT is not emulated",
     "MUX_CABLE": "dual-ToR mux cables are not emulated",
     "TC_TO_DSCP_MAP": "DSCP remarking is not emulated",
-    "BUFFER_PORT_INGRESS_PROFILE_LIST": "per-port buffer profile lists are not emulated",
-    "BUFFER_PORT_EGRESS_PROFILE_LIST": "per-port buffer profile lists are not emulated",
     "LOSSLESS_TRAFFIC_PATTERN": "the dynamic buffer model is not emulated",
     "DEFAULT_LOSSLESS_BUFFER_PARAMETER": "the dynamic buffer model is not emulated",
     "BGP_INTERNAL_NEIGHBOR": "multi-ASIC internal sessions are not emulated",

@@ -41,6 +41,9 @@ SONIC_CONFIG_TARGET = "/etc/sonic/config_db.json"  # where SONiC and the rocelab
 # Where docker-sonic-vs's start.sh copies it from (a bind at SONIC_CONFIG_TARGET breaks start.sh)
 SONIC_STAGED_CONFIG = "/var/sonic/config_db.json"
 SONIC_CONFIG_BINDS = (SONIC_STAGED_CONFIG, SONIC_CONFIG_TARGET)  # targets naming the config
+# Where a SONiC image has its platform's PG lookup table, which buffermgrd reads at boot
+# (fabric.buffermgrd): a switch that binds one there gets its lossless PGs derived from it.
+PG_LOOKUP_TARGET = "/usr/share/sonic/hwsku/pg_profile_lookup.ini"
 DEFAULT_MTU = 9500  # containerlab's veth default
 # Files a node reads (binds, startup-config, rocelab.nic) stay inside the topology's folder
 # unless this node label (lab-wide in topology.defaults.labels) says "true": a clab file
@@ -102,6 +105,7 @@ class Node:
     labels: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     config_path: Path | None = None  # a switch's config_db.json
+    pg_lookup_path: Path | None = None  # ... and its platform's pg_profile_lookup.ini, if bound
     config: SwitchConfig | None = None  # parsed and validated
     # a switch's lanemap.ini, bound where SONiC-VS reads it, and its wires' lanes; None: the
     # image's default layout (fabric.portmap)
@@ -385,7 +389,9 @@ class _Loader:
                     ecn_marking=self.ecn_marking(labels, f"{where}.labels"),
                     config_path=self.config_path(where, kind, binds, first("startup-config"),
                                                  allow_outside),
-                    lanemap_path=lanemap_path, lanemap=lanemap, nic_path=nic_path, nic=nic)
+                    lanemap_path=lanemap_path, lanemap=lanemap,
+                    pg_lookup_path=self.bound(binds, PG_LOOKUP_TARGET) if kind in SWITCH_KINDS
+                    else None, nic_path=nic_path, nic=nic)
 
     def bound(self, binds: tuple[str, ...], target: str) -> Path | None:
         """The file a bind places at ``target`` in the node, if one does."""
@@ -536,7 +542,7 @@ class _Loader:
             raise self.error(f"topology.nodes.{node.name}.labels.{tables.UNEMULATED_LABEL}",
                              str(e)) from None
         try:
-            config = load_switch_config(node.config_path, unemulated)
+            config = load_switch_config(node.config_path, unemulated, node.pg_lookup_path)
         except ConfigError as e:
             raise TopologyError(str(e)) from None
         ifaces = [ep.iface for link in links for ep in (link.a, link.b) if ep.node == node.name]
@@ -559,11 +565,16 @@ class _Loader:
 def table_notes(topology: Topology) -> dict[str, dict[str, list[str]]]:
     """Per switch, the config tables that are not in force here: ``not_emulated`` (no
     data-plane meaning) and ``skipped`` (their meaning is not emulated; the lab runs
-    without them by its rocelab.unemulated-tables label). fabric/tables.py says why."""
+    without them by its rocelab.unemulated-tables label), fabric/tables.py says why; and
+    ``derived_pgs``, the lossless PGs the config left out that buffermgrd makes at boot
+    from the platform's pg_profile_lookup.ini, or could not make (fabric/buffermgrd.py)."""
     out = {}
     for node in topology.switches:
         config = node.config
-        if config is not None and (config.not_emulated or config.skipped):
+        if config is not None and (config.not_emulated or config.skipped
+                                   or config.derived_pgs):
             out[node.name] = {"not_emulated": list(config.not_emulated),
-                              "skipped": list(config.skipped)}
+                              "skipped": list(config.skipped),
+                              "derived_pgs": [d.note for d in config.derived_pgs]}
     return out
+

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from invoke import Collection, Exit, task
+from rich.markup import escape
 from rich.table import Table
 
 from ...labs import live
@@ -115,7 +116,8 @@ def _print_bgp(lab: Lab) -> None:
 
 def _print_table_notes(lab: Lab) -> None:
     """Config tables not in force: skipped ones (data-plane meaning lost) warned in yellow,
-    tables without data-plane meaning listed (fabric/tables.py)."""
+    tables without data-plane meaning listed (fabric/tables.py); and the lossless PGs
+    buffermgrd made at boot (fabric/buffermgrd.py), those it could not make in yellow."""
     for node, notes in table_notes(lab.topology).items():
         if notes["skipped"]:
             console.print(f"[yellow]warning: {node} runs without {', '.join(notes['skipped'])}"
@@ -123,6 +125,9 @@ def _print_table_notes(lab: Lab) -> None:
         if notes["not_emulated"]:
             console.print(f"{node}: not emulated (no data-plane meaning): "
                           + ", ".join(notes["not_emulated"]))
+        for note in notes["derived_pgs"]:
+            line = escape(f"{node}: buffermgrd at boot (not in the config): {note}")
+            console.print(f"[yellow]warning: {line}[/]" if ": stays lossy: " in note else line)
 
 
 def _fidelity_cell(verdict: dict | None) -> str:

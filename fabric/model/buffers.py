@@ -32,6 +32,12 @@ nothing need be remembered per frame.
 
 The shared pool holds only shared bytes: reserved and headroom bytes are set aside
 separately, as SONiC sizes a pool after subtracting them.
+
+A port with a ``BUFFER_PORT_INGRESS_PROFILE_LIST`` entry also has a share of each listed pool
+(``port_buffers``): what its PG's reserved part cannot hold goes to the port's reservation
+first, and the PG's shared bytes must fit the port's threshold too. A pool of type ``both``
+is one buffer for ingress and egress: the egress queues' limits (``egress_buffers``) read
+and draw on the same ``SharedPool``.
 """
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ from typing import NamedTuple
 
 from ..config import BufferProfile, Qos
 from .counters import NUM_PGS
+from .port_buffers import PortPool, port_pools
 from ..qos import bound, port_setting
 
 # What admit decided (strings, so they read well in counters and traces; the drop ones
@@ -137,12 +144,14 @@ class PgBuffer:
 
     __slots__ = ("port", "pg", "profile", "lossless", "priorities", "pool", "reserved",
                  "headroom", "shares_headroom", "static_th", "shift", "xon", "xon_offset",
-                 "reserved_used", "shared", "headroom_used", "xoff",
+                 "port_pool", "reserved_used", "port_reserved_used", "shared",
+                 "headroom_used", "xoff",
                  "peak", "shared_peak", "headroom_peak", "after_xoff", "after_xoff_max",
                  "xoff_count", "xoff_since", "xoff_seconds", "drops", "dropped_bytes")
 
     def __init__(self, port: str, pg: int, profile: BufferProfile | None, pool: SharedPool,
-                 priorities: Iterable[int] = ()) -> None:
+                 priorities: Iterable[int] = (), port_pool: PortPool | None = None) -> None:
+        """``port_pool``: the port's share of ``pool`` (its profile list), if it has one."""
         self.port = port
         self.pg = pg
         self.profile = profile.name if profile else None
@@ -160,8 +169,10 @@ class PgBuffer:
         self.shift = dynamic_th or 0  # alpha = 2 ** shift, applied as a bit shift
         self.xon = (profile.xon or 0) if profile else 0
         self.xon_offset = (profile.xon_offset or 0) if profile else 0
+        self.port_pool = port_pool
         # occupancy
         self.reserved_used = 0
+        self.port_reserved_used = 0  # held in the port's reservation (``port_pool``)
         self.shared = 0
         self.headroom_used = 0  # private, or drawn from the pool's when shares_headroom
         self.xoff = False
@@ -179,7 +190,7 @@ class PgBuffer:
 
     @property
     def used(self) -> int:
-        return self.reserved_used + self.shared + self.headroom_used
+        return self.reserved_used + self.port_reserved_used + self.shared + self.headroom_used
 
     def threshold(self) -> int:
         """The most shared bytes the PG may hold now (its XOFF point in shared buffer)."""
@@ -205,8 +216,13 @@ class PgBuffer:
             return ADMITTED
         spill = nbytes - room  # what the reserved part cannot hold
         shared_room = min(self.threshold() - self.shared, self.pool.size - self.pool.used)
-        if spill < shared_room or (spill == shared_room and not self.lossless):
-            self._into_shared(room, spill)
+        to_port = 0
+        if self.port_pool is not None:  # the port's reservation first, then its share
+            to_port = min(spill, self.port_pool.reserved_room())
+            spill -= to_port
+            shared_room = min(shared_room, self.port_pool.shared_room())
+        if not spill or spill < shared_room or (spill == shared_room and not self.lossless):
+            self._into_shared(room, spill, to_port)
             return ADMITTED
         if not self.lossless:
             return self._drop(nbytes, _LOSSY_DROP)
@@ -217,7 +233,7 @@ class PgBuffer:
         self._past_xoff(beyond)
         if beyond > self._headroom_room():
             return self._drop(nbytes, _HEADROOM_DROP_XOFF)
-        self._into_shared(room, to_shared)
+        self._into_shared(room, to_shared, to_port)
         if not beyond:
             return _ACCEPTED_XOFF
         self._into_headroom(beyond)
@@ -227,10 +243,11 @@ class PgBuffer:
         """``nbytes`` of this PG's frames left the switch (sent, or dropped at egress):
         headroom first, then shared, then reserved. Whether the PG may resume is
         ``try_xon``'s question."""
-        if not self.headroom_used and not self.shared and nbytes <= self.reserved_used:
+        if not self.headroom_used and not self.shared and not self.port_reserved_used \
+                and nbytes <= self.reserved_used:
             self.reserved_used -= nbytes  # only reserved bytes held: the per-frame case
             return
-        if nbytes > self.reserved_used + self.shared + self.headroom_used:  # self.used
+        if nbytes > self.used:
             raise ValueError(f"{self.port} PG {self.pg}: releasing {nbytes} bytes, "
                              f"holding {self.used}")
         pool = self.pool
@@ -244,6 +261,13 @@ class PgBuffer:
             take = min(nbytes, self.shared)
             self.shared -= take
             pool.used -= take
+            if self.port_pool is not None:
+                self.port_pool.shared -= take
+            nbytes -= take
+        if nbytes and self.port_reserved_used:
+            take = min(nbytes, self.port_reserved_used)
+            self.port_reserved_used -= take
+            self.port_pool.reserved_used -= take
             nbytes -= take
         self.reserved_used -= nbytes
 
@@ -251,7 +275,10 @@ class PgBuffer:
         """Leave XOFF if the XON condition (class docstring) holds; True when it did."""
         if not self.xoff or self.headroom_used:
             return False
-        resume_at = max(self.xon, self.reserved + self.threshold() - self.xon_offset)
+        threshold = self.threshold()
+        if self.port_pool is not None:  # the port's share may be what stopped it
+            threshold = min(threshold, self.shared + self.port_pool.shared_room())
+        resume_at = max(self.xon, self.reserved + threshold - self.xon_offset)
         if self.reserved_used + self.shared > resume_at:
             return False
         self.xoff = False
@@ -265,13 +292,18 @@ class PgBuffer:
 
     # --- the parts -----------------------------------------------------------------------
 
-    def _into_shared(self, reserved_bytes: int, shared_bytes: int) -> None:
+    def _into_shared(self, reserved_bytes: int, shared_bytes: int, port_bytes: int = 0) -> None:
+        """Take reserved bytes, then the port's reserved bytes, then shared ones."""
         self.reserved_used += reserved_bytes
         self.shared += shared_bytes
         pool = self.pool
         pool.used += shared_bytes
         if pool.used > pool.peak:
             pool.peak = pool.used
+        if self.port_pool is not None:
+            self.port_reserved_used += port_bytes
+            self.port_pool.reserved_used += port_bytes
+            self.port_pool.shared += shared_bytes
         if self.shared > self.shared_peak:
             self.shared_peak = self.shared
         self._watermark()
@@ -313,7 +345,7 @@ class PgBuffer:
         return admission
 
     def _watermark(self) -> None:
-        used = self.reserved_used + self.shared + self.headroom_used
+        used = self.used
         if used > self.peak:
             self.peak = used
 
@@ -323,7 +355,8 @@ class PgBuffer:
             "priorities": list(self.priorities), "pool": self.pool.name,
             "reserved": self.reserved, "headroom": self.headroom,
             "threshold": self.threshold(), "used": self.used,
-            "reserved_used": self.reserved_used, "shared": self.shared,
+            "reserved_used": self.reserved_used, "port_reserved_used": self.port_reserved_used,
+            "shared": self.shared,
             "headroom_used": self.headroom_used, "peak": self.peak,
             "shared_peak": self.shared_peak, "headroom_peak": self.headroom_peak,
             "after_xoff_max": self.after_xoff_max, "xoff": self.xoff,
@@ -359,9 +392,11 @@ class IngressBuffers:
     dropped at egress). Both are dict and list lookups and integer arithmetic.
     """
 
-    def __init__(self, pools: dict[str, SharedPool], pgs: dict[str, list[PgBuffer]]) -> None:
+    def __init__(self, pools: dict[str, SharedPool], pgs: dict[str, list[PgBuffer]],
+                 shares: dict[str, dict[str, PortPool]] | None = None) -> None:
         self.pools = pools
         self._pgs = pgs
+        self.shares = shares or {}  # port -> pool -> its share (BUFFER_PORT_INGRESS_...)
 
     @classmethod
     def from_config(cls, qos: Qos, ports: Iterable[str],
@@ -374,20 +409,24 @@ class IngressBuffers:
         port's ``pfc_to_pg_map`` and, without one, priority p -> PG p. A PG without BUFFER_PG
         entry is lossy whatever pfc_enable says (no headroom: it could not honour PFC) and
         gets a default profile: no reserved bytes, ``dynamic_th`` 0 in the first ingress pool
-        (at most half of it when alone), or an unlimited pool when the config has none.
+        (at most half of it when alone), or an unlimited pool when the config has none. A PG
+        draws on its port's share of its pool too, where the port's profile list gives one.
         """
         pools = {name: SharedPool(name, pool.size, pool.xoff)
                  for name, pool in qos.buffer_pools.items() if pool.type != "egress"}
         default_pool = next(iter(pools.values()), None) or SharedPool(UNLIMITED_POOL, 1 << 62)
         priorities_of = pg_priorities or _config_pg_priorities(qos)
         pgs: dict[str, list[PgBuffer]] = {}
+        shares: dict[str, dict[str, PortPool]] = {}
         for port in ports:
             enabled, _ = port_setting(qos, port, "pfc_enable")
             pgs[port] = buffers = []
+            shares[port] = share = port_pools(qos, port, "ingress", pools)
             for pg in range(NUM_PGS):
                 name = qos.buffer_pg.get((port, pg))
                 if name is None:
-                    buffers.append(PgBuffer(port, pg, None, default_pool))
+                    buffers.append(PgBuffer(port, pg, None, default_pool,
+                                            port_pool=share.get(default_pool.name)))
                     continue
                 profile = qos.buffer_profiles[name]
                 pool = pools.get(profile.pool)
@@ -395,10 +434,11 @@ class IngressBuffers:
                     raise ValueError(f"BUFFER_PG|{port}|{pg}: profile {name} uses the egress "
                                      f"pool {profile.pool}; a PG needs an ingress pool")
                 pfc_priorities = enabled.intersection(priorities_of(port, pg))
-                buffers.append(PgBuffer(port, pg, profile, pool, pfc_priorities))
+                buffers.append(PgBuffer(port, pg, profile, pool, pfc_priorities,
+                                        share.get(pool.name)))
         if default_pool.name == UNLIMITED_POOL:
             pools[UNLIMITED_POOL] = default_pool
-        return cls(pools, pgs)
+        return cls(pools, pgs, shares)
 
     def pg(self, port: str, pg: int) -> PgBuffer:
         return self._pgs[port][pg]

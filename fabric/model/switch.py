@@ -51,14 +51,14 @@ from collections.abc import Callable, Iterable
 from ipaddress import IPv4Network, IPv6Network
 
 from ..config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, IPNetwork, SwitchConfig
-from .buffers import ADMITTED, IngressBuffers, PgBuffer
+from .buffers import ADMITTED, IngressBuffers, PgBuffer, SharedPool
 from .bridge import MODE_NAMES, MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from .classify import CPU_CLASS, CPU_QUEUE, PortClassifier
 from .counters import (FLOW_CONTROL, FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC,
                        PORT_DOWN, PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters,
                        drop_totals)
 from .egress import PFC_WD_DROP, EgressPort
-from .egress_buffers import QUEUE_LIMIT, egress_pools
+from .egress_buffers import QUEUE_LIMIT, QueueBuffer, egress_pools
 from .frames import (BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4,
                      ETH_P_IPV6, ETH_P_MAC_CONTROL, IPV6_MULTICAST_MAC_PREFIX,
                      LINK_LOCAL_PREFIX, MAC_CONTROL_PFC, mac_bytes, mac_text,
@@ -147,7 +147,7 @@ class Switch:
         self._now = 0.0
         self._next_sweep = 0.0
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)
-        self._egress_pools = egress_pools(config.qos)
+        self._egress_pools = egress_pools(config.qos, self._buffers.pools)
         for name, port in self._ports.items():
             port.egress = EgressPort(config.qos, config.ports[name], time_scale, rand,
                                      mark_at_dequeue=ecn_marking == "dequeue",
@@ -297,7 +297,7 @@ class Switch:
         egress = state.egress
         held = egress.buffers[queue]
         if held is not None:
-            held.release(len(frame))
+            self._release_queued(held, len(frame), charge, now)
         if egress.mark_at_dequeue:
             frame = egress.depart(queue, frame)
         if not scheduler.packets:
@@ -668,7 +668,9 @@ class Switch:
                 # cut through when unpaced (nothing ever waits) or when the port is idle
                 if paced and not egress.scheduler.start_now(queue, size, now):
                     held = egress.buffers[queue]
-                    if held is None or held.take(size):  # egress admission (BUFFER_QUEUE)
+                    # egress admission (BUFFER_QUEUE); a ``both`` pool counts a frame once
+                    if held is None or held.take(size, cls is mine
+                                                 and buffer.pool is held.pool):
                         if cls is mine and charge is None:
                             charge = Charge(buffer, nbytes, pending)
                         egress.scheduler.enqueue(queue, admitted,
@@ -703,11 +705,23 @@ class Switch:
         """A received frame's last copy is gone: its bytes leave its PG, and PGs that fall
         back to XON resume their upstream (PFC quanta 0)."""
         buffer.release(nbytes)
-        if not buffer.pool.in_xoff:  # no PG of the pool to resume: the per-frame case
-            return
-        for resumed in self._buffers.resume(buffer.pool, now):
+        if buffer.pool.in_xoff:  # else no PG of the pool to resume: the per-frame case
+            self._resume(buffer.pool, now)
+
+    def _resume(self, pool: SharedPool, now: float) -> None:
+        """Bytes left ``pool``: its PGs in XOFF that may resume send XON (PFC quanta 0)."""
+        for resumed in self._buffers.resume(pool, now):
             port = self._ports[resumed.port]
             self._send_pfc(port, port.pfc[resumed.pg].set_xon(now))
+
+    def _release_queued(self, held: QueueBuffer, nbytes: int, charge: Charge | None,
+                        now: float) -> None:
+        """A queued frame left its queue's egress buffer. In a ``both`` pool the bytes it gives
+        back raise the PGs' thresholds too: those in XOFF may resume."""
+        pool = held.pool
+        given = held.release(nbytes, charge is not None and charge.buffer.pool is pool)
+        if given and isinstance(pool, SharedPool) and pool.in_xoff:
+            self._resume(pool, now)
 
     def _flush(self, port: PortState, queue: int, now: float, reason: str) -> None:
         """Drop everything ``queue`` of ``port`` holds (watchdog drop action, port down)."""
@@ -718,7 +732,7 @@ class Switch:
         held = port.egress.buffers[queue]
         for frame, charge in dropped:
             if held is not None:
-                held.release(len(frame))
+                self._release_queued(held, len(frame), charge, now)
             if charge is not None:
                 self._discharge(charge, now)
         if not port.egress.scheduler.packets:

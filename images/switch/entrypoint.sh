@@ -17,11 +17,16 @@
 # without it the agent runs unpaced. ROCELAB_ECN_MARKING (label rocelab.ecn-marking) says
 # where WRED marks: dequeue (the agent's default) or enqueue.
 #
+# A platform's pg_profile_lookup.ini bound where SONiC images have it
+# (/usr/share/sonic/hwsku/pg_profile_lookup.ini, or ROCELAB_PG_LOOKUP) gives the lossless PGs
+# the config leaves out, as buffermgrd does at boot.
+#
 # The agent's control socket and log go to /run/rocelab (agent.sock, agent.log): rocelab binds
 # that folder from the lab's state folder, so lab.status and fabric.client reach the agent.
 set -eu
 
 CONFIG=${ROCELAB_CONFIG:-/etc/sonic/config_db.json}
+PG_LOOKUP=${ROCELAB_PG_LOOKUP:-/usr/share/sonic/hwsku/pg_profile_lookup.ini}
 CONTROL_DIR=${ROCELAB_CONTROL_DIR:-/run/rocelab}
 WAIT_S=${ROCELAB_PORT_WAIT_S:-300}
 SETTLE_S=${ROCELAB_SETTLE_S:-3}
@@ -83,8 +88,9 @@ if ! sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable
 fi
 
 mkdir -p "$CONTROL_DIR"
-set --
+set --  # the agent's optional arguments: the SKU files the image's hwsku folder holds
 [ ! -f "$LANEMAP" ] || set -- --lanemap "$LANEMAP"
+[ ! -f "$PG_LOOKUP" ] || set -- "$@" --pg-profile-lookup "$PG_LOOKUP"
 echo "rocelab-switch $NAME: ports $ports; agent log in $CONTROL_DIR/agent.log"
 exec python -m rocelab.fabric.agent --config "$CONFIG" --name "$NAME" \
     --control "$CONTROL_DIR/agent.sock" --ports "$ports" \

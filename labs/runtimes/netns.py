@@ -257,7 +257,8 @@ def agent_argv(node: Node, state: LabState, control: Path) -> list[str]:
     return [sys.executable, "-m", "rocelab.fabric.agent", "--config", str(node.config_path),
             "--name", node.name, "--control", str(control), "--unemulated-tables", unemulated,
             "--ports", str(node.ports),
-            "--time-scale", str(node.time_scale), "--ecn-marking", node.ecn_marking, *roots]
+            "--time-scale", str(node.time_scale), "--ecn-marking", node.ecn_marking, *roots,
+            *(["--pg-profile-lookup", str(node.pg_lookup_path)] if node.pg_lookup_path else [])]
 
 
 def trace_roots(state: LabState) -> list[Path]:

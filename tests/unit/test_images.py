@@ -16,6 +16,7 @@ from rocelab.labs.export import MTUS_ENV
 from rocelab.labs.project import PROJECT_ROOT
 from rocelab.labs.errors import LabError
 from tests.fakes import Answer, FakeRun, installed
+from tests.platform_configs import SHARED_HEADROOM_LOOKUP
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "containerlab"
 VERSION = images.project_version()
@@ -255,6 +256,16 @@ def test_switch_entrypoint_gives_each_port_its_link_mtu(tmp_path):
     assert calls[:2] == ["ip link set dev eth1 mtu 9100", "ip link set dev eth2 mtu 1450"]
     assert calls[-1].startswith("python -m rocelab.fabric.agent --config /etc/sonic/config_db.json "
                                 "--name leaf1")
+    assert "--pg-profile-lookup" not in calls[-1]  # no lookup table bound: none given
+
+    lookup = tmp_path / "pg_profile_lookup.ini"
+    lookup.write_text(SHARED_HEADROOM_LOOKUP.text)
+    proc = subprocess.run(["sh", str(PROJECT_ROOT / images.SWITCH_ENTRYPOINT)],
+                          env={**env, "ROCELAB_PG_LOOKUP": str(lookup)},
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_text().splitlines()[-1].endswith(f" --pg-profile-lookup {lookup}")
+    calls = log.read_text().splitlines()
 
     (bin_dir / "ip").write_text("#!/bin/sh\necho 'Error: mtu greater than device maximum.' >&2\n"
                                 "exit 2\n")

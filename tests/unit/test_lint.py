@@ -271,3 +271,31 @@ def test_host_without_nic_settings_is_not_checked(tmp_path):
     def no_label(doc: dict) -> None:
         del doc["topology"]["kinds"]["linux"]["labels"]
     assert findings_of(copy_lab(tmp_path, edit=no_label), "host-dscp") == []
+
+
+def test_a_table_sonic_takes_but_rocelab_does_not_emulate_is_no_dangling_reference(tmp_path):
+    """PORTCHANNEL stops the switch (not emulated), but it is no mistake of the config's: the
+    finding says so under not-emulated, not references (which says SONiC would refuse it)."""
+    def lag(data: Config) -> None:
+        data["PORTCHANNEL"] = {"PortChannel1": {"admin_status": "up"}}
+    clab, config = seeded(tmp_path, "leaf1", lag)
+    found = [f for f in lint(load_lab(clab)) if f.file == str(config)]
+    assert [(f.severity, f.rule, f.where) for f in found] == [
+        ("error", "not-emulated", "PORTCHANNEL")]
+    assert "SONiC takes it" in found[0].why and "rocelab.unemulated-tables: skip" in found[0].fix
+
+
+def test_a_voq_line_cards_other_cards_are_listed_not_judged(tmp_path):
+    from tests.platform_configs import OTHER_CARDS, VOQ_ASIC, voq_line_card
+    card = f"{OTHER_CARDS[0]}|{VOQ_ASIC}"
+
+    def voq(data: Config) -> None:
+        sample = voq_line_card()
+        data["DEVICE_METADATA"]["localhost"].update(switch_type="voq", asic_name=VOQ_ASIC)
+        data["QUEUE"].update({key: entry for key, entry in sample["QUEUE"].items()
+                              if key.startswith(f"{card}|")})
+        data["WRED_PROFILE"].update(sample["WRED_PROFILE"])  # what those entries name
+    clab, config = seeded(tmp_path, "leaf1", voq)
+    found = [f for f in findings_of(clab, "not-emulated") if f.file == str(config)]
+    assert [(f.severity, f.where) for f in found] == [("info", "QUEUE")]
+    assert card in found[0].why
