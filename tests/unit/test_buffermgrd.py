@@ -286,9 +286,9 @@ def test_a_bound_lookup_table_reaches_the_switch_lab_status_and_the_agent(lab_co
         "BUFFER_PG|Ethernet0|3: pg_lossless_100000_40m_profile from ")
     assert "leaf2" not in table_notes(topo)  # nothing left to buffermgrd there
     monkeypatch.setenv(states.STATE_ENV, str(tmp_path / "state"))
-    argv = agent_argv(topo, leaf1, LabState.new(topo.name, str(topo.path)), tmp_path / "a.sock")
+    argv = agent_argv(leaf1, LabState.new(topo.name, str(topo.path)), tmp_path / "a.sock")
     assert argv[argv.index("--pg-profile-lookup") + 1] == str(leaf1.pg_lookup_path)
-    leaf2 = agent_argv(topo, topo.nodes["leaf2"], LabState.new(topo.name, str(topo.path)),
+    leaf2 = agent_argv(topo.nodes["leaf2"], LabState.new(topo.name, str(topo.path)),
                        tmp_path / "b.sock")
     assert "--pg-profile-lookup" not in leaf2
 
