@@ -25,6 +25,7 @@ IPAddress = IPv4Address | IPv6Address
 # has none: it is the ASIC's behaviour), so a lab sets it with a topology label.
 ECN_MARKING_POINTS = ("dequeue", "enqueue")
 DEFAULT_ECN_MARKING = "dequeue"
+MAX_TC = 15  # traffic classes 0..15, as SONiC's YANG allows; PGs and queues are 0..7
 
 
 class ConfigError(ValueError):

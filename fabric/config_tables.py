@@ -9,12 +9,15 @@ them in.
 """
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from .config import (BgpNeighbor, BgpPeerRange, IPInterface, PfcWatchdog, Port, PortQos,
-                     QueueConfig, Scheduler, StaticRoute, Vlan, WredColor, WredProfile)
+from .config import (MAX_TC, BgpNeighbor, BgpPeerRange, IPInterface, PfcWatchdog, Port,
+                     PortQos, QueueConfig, Scheduler, StaticRoute, Vlan, WredColor,
+                     WredProfile)
 from .config_buffer_tables import (buffer_pg, buffer_pool, buffer_profile, buffer_queue,
                                    cable_length, port_profile_list)
 from .config_draft import QOS_NAMED, Draft, assign, in_field, queue_indices
@@ -24,6 +27,10 @@ from .config_fields import (BgpNeighborFields, BgpPeerRangeFields, Between, Devi
                             VlanFields, VlanMemberFields, WredFields, checked_ip_address,
                             checked_ip_interface, checked_ip_network, validate)
 from .userinput import MAX_INT_DIGITS, brief
+
+# A VoQ line card's recycle and inband ports, a multi-ASIC's backplane ports: in PORT, never
+# a front-panel wire
+INTERNAL_PORT = re.compile(r"Ethernet-(Rec|IB|BP)(0|[1-9][0-9]{0,3})")
 
 
 # ---- key shapes
@@ -61,8 +68,9 @@ def _device_metadata(draft: Draft, key: str, fields: dict[str, Any]) -> None:
 
 
 def _port(draft: Draft, key: str, fields: dict[str, Any]) -> None:
-    if not _is_named(key, "Ethernet"):
-        raise Invalid("port names must be Ethernet<N>")
+    if not (_is_named(key, "Ethernet") or INTERNAL_PORT.fullmatch(key)):
+        raise Invalid("port names must be Ethernet<N> (or a chassis line card's internal "
+                      "Ethernet-Rec<N>, Ethernet-IB<N>, Ethernet-BP<N>)")
     entry = validate(PortFields, fields)
     draft.ports[key] = Port(key, entry.speed, entry.mtu, entry.admin_status == "up", entry.alias,
                            entry.lanes)
@@ -184,14 +192,15 @@ def _bgp_peer_range(draft: Draft, key: str, fields: dict[str, Any]) -> None:
                                           entry.src_address)
 
 
-def _qos_map(table: str, highest_key: int) -> Callable[[Draft, str, dict[str, Any]], None]:
-    """A parser for a ``{"<key 0..highest_key>": "<value 0..7>"}`` map table."""
+def _qos_map(table: str, highest_key: int,
+             highest_value: int = 7) -> Callable[[Draft, str, dict[str, Any]], None]:
+    """A parser for a ``{"<key 0..highest_key>": "<value 0..highest_value>"}`` map table."""
 
     def parse_map(draft: Draft, key: str, fields: dict[str, Any]) -> None:
         mapping: dict[int, int] = {}
         for source, target in fields.items():
             with in_field(source):
-                mapping[Between(0, highest_key)(source)] = Between(0, 7)(target)
+                mapping[Between(0, highest_key)(source)] = Between(0, highest_value)(target)
         getattr(draft.qos, QOS_NAMED[table])[key] = mapping
 
     return parse_map
@@ -283,10 +292,12 @@ TABLES: dict[str, Callable[[Draft, str, dict[str, Any]], None]] = {
     "STATIC_ROUTE": _static_route,
     "BGP_NEIGHBOR": _bgp_neighbor,
     "BGP_PEER_RANGE": _bgp_peer_range,
-    "DSCP_TO_TC_MAP": _qos_map("DSCP_TO_TC_MAP", 63),
-    "DOT1P_TO_TC_MAP": _qos_map("DOT1P_TO_TC_MAP", 7),
-    "TC_TO_PRIORITY_GROUP_MAP": _qos_map("TC_TO_PRIORITY_GROUP_MAP", 7),
-    "TC_TO_QUEUE_MAP": _qos_map("TC_TO_QUEUE_MAP", 7),
+    # traffic classes 0..15, as SONiC's YANG allows (dual-ToR templates use TC 8); PGs,
+    # queues and PFC priorities 0..7
+    "DSCP_TO_TC_MAP": _qos_map("DSCP_TO_TC_MAP", 63, MAX_TC),
+    "DOT1P_TO_TC_MAP": _qos_map("DOT1P_TO_TC_MAP", 7, MAX_TC),
+    "TC_TO_PRIORITY_GROUP_MAP": _qos_map("TC_TO_PRIORITY_GROUP_MAP", MAX_TC),
+    "TC_TO_QUEUE_MAP": _qos_map("TC_TO_QUEUE_MAP", MAX_TC),
     "MAP_PFC_PRIORITY_TO_QUEUE": _qos_map("MAP_PFC_PRIORITY_TO_QUEUE", 7),
     "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": _qos_map("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", 7),
     "SCHEDULER": _scheduler,

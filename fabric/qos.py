@@ -46,7 +46,13 @@ def qos_ports(config: SwitchConfig) -> list[str]:
     there is a global one. Sorted by port number, as SONiC lists them."""
     ports = (config.ports if GLOBAL in config.qos.port_qos
              else [p for p in config.qos.port_qos if p in config.ports])
-    return sorted(ports, key=lambda p: int(p.removeprefix("Ethernet")))
+    return sorted(ports, key=_port_order)
+
+
+def _port_order(port: str) -> tuple[int, str]:
+    """Front-panel ports by number, then a chassis card's internal ports by name."""
+    number = port.removeprefix("Ethernet")
+    return (int(number), "") if number.isdigit() else (1 << 30, port)
 
 
 def _through(config: SwitchConfig, port: str, field: str, tables: dict[str, dict[int, int]],

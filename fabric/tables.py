@@ -30,6 +30,9 @@ UnemulatedPolicy = Literal["refuse", "skip"]
 
 _MANAGEMENT = "management plane"
 NOT_EMULATED: dict[str, str] = {
+    "TC_TO_DSCP_MAP": "a map only, bound by no port: SONiC's dual-ToR templates render it for "
+                      "tunnel remapping; the PORT_QOS_MAP field that would remark a port's "
+                      "egress DSCP with it is refused (egress remarking is not emulated)",
     "DEVICE_NEIGHBOR": "describes the neighbours (LLDP-style inventory)",
     "DEVICE_NEIGHBOR_METADATA": "describes the neighbours (LLDP-style inventory)",
     "LLDP": "link discovery",
@@ -169,7 +172,6 @@ REFUSED: dict[str, str] = {
     "NAT_GLOBAL": "NAT is not emulated",
     "STATIC_NAT": "NAT is not emulated",
     "MUX_CABLE": "dual-ToR mux cables are not emulated",
-    "TC_TO_DSCP_MAP": "DSCP remarking is not emulated",
     "LOSSLESS_TRAFFIC_PATTERN": "the dynamic buffer model is not emulated",
     "DEFAULT_LOSSLESS_BUFFER_PARAMETER": "the dynamic buffer model is not emulated",
     "BGP_INTERNAL_NEIGHBOR": "multi-ASIC internal sessions are not emulated",

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..config import Qos
+from ..config import MAX_TC, Qos
 from .counters import NUM_PGS, NUM_QUEUES  # noqa: F401  (re-exported)
 from .frames import ETH_P_8021Q, ETH_P_IPV4, ETH_P_IPV6
 from ..qos import bound
 
-NUM_TCS = 8  # traffic classes, like priority groups and queues, are numbered 0..7
+NUM_TCS = MAX_TC + 1  # traffic classes (SONiC's range); priority groups and queues are 0..7
 
 Classification = tuple  # (tc, pg): what travels with a frame from ingress to egress
 

@@ -19,7 +19,8 @@ from scapy.layers.l2 import ARP, Dot1Q, Ether
 
 from rocelab.fabric.config_load import load, parse
 from rocelab.fabric.model import Switch
-from rocelab.fabric.model.classify import CPU_CLASS, CPU_QUEUE, PortClassifier, resolve_maps
+from rocelab.fabric.model.classify import (CPU_CLASS, CPU_QUEUE, NUM_TCS, PortClassifier,
+                                           resolve_maps)
 from tests.unit.test_forwarding import (
     BCAST, H1, H1_IP, H2, H2_IP, H3_IP, LEAF1_JSON, RMAC, SPINE1, SPINE_PORT, arp,
     expected_spine, learn_h1, pfc, raw_frame, resolve_spines, rocev1, udp,
@@ -128,8 +129,8 @@ def test_leaf1_qos_tables_show_the_bindings():
     assert e8["maps"]["dscp_to_tc_map"] == {"name": "AZURE", "from": "Ethernet8"}
     assert e8["dscp_to_tc"] == [d // 8 for d in range(64)]
     assert e8["dot1p_to_tc"] == list(range(8))
-    assert e8["tc_to_pg"] == [0, 0, 0, 3, 0, 0, 0, 0]
-    assert e8["tc_to_queue"] == list(range(8))
+    assert e8["tc_to_pg"] == [0, 0, 0, 3] + [0] * 12  # TCs 0..15, the map names 0..7
+    assert e8["tc_to_queue"] == list(range(8)) + [0] * 8
     json.dumps(tables)
 
 
@@ -398,7 +399,7 @@ def test_receive_counts_the_pg_that_classify_returns(config):
 def test_classifier_tables_are_shared_tuples_and_resolve_cpu_frames():
     config = load(LEAF1_JSON)
     clf = PortClassifier.from_config(config.qos, "Ethernet8")
-    assert len(clf.by_dscp) == 64 and len(clf.by_prio) == 16 and len(clf.queue_of) == 8
+    assert len(clf.by_dscp) == 64 and len(clf.by_prio) == 16 and len(clf.queue_of) == NUM_TCS == 16
     assert clf.by_dscp[26] is clf.by_dscp[24] is clf.by_prio[3 << 1 | 1]
     assert clf.resolve(CPU_CLASS) == (7, None, CPU_QUEUE)
     assert clf.resolve(clf.by_dscp[48]) == (6, 0, 6)

@@ -16,6 +16,9 @@ from rocelab.fabric.config import (BufferPool, BufferProfile, ConfigError, PfcWa
                                    WredColor)
 from rocelab.fabric.config_load import load, parse
 
+INTERNAL_PORTS = (" (or a chassis line card's internal Ethernet-Rec<N>, Ethernet-IB<N>, "
+                  "Ethernet-BP<N>)")
+
 CONFIGS = Path(__file__).resolve().parents[2] / "topologies" / "roce-v2-leafspine" / "configs"
 SWITCHES = ["leaf1", "leaf2", "spine1", "spine2"]
 Config = dict[str, Any]
@@ -243,7 +246,7 @@ ERRORS: list[tuple[str, Mutation, str]] = [
     ("admin_status", set_field("PORT", "Ethernet0", "admin_status", "on"),
      "PORT|Ethernet0: admin_status: must be 'up' or 'down' (got 'on')"),
     ("port name", rename_key("PORT", "Ethernet0", "eth1"),
-     "PORT|eth1: port names must be Ethernet<N>"),
+     "PORT|eth1: port names must be Ethernet<N>" + INTERNAL_PORTS),
     ("entry not an object", put_entry("PORT", "Ethernet16", "100000"),
      "PORT|Ethernet16: entry must be a JSON object, not '100000'"),
     # tables
@@ -383,7 +386,7 @@ ERRORS: list[tuple[str, Mutation, str]] = [
      "PFC_WD|Ethernet16: port Ethernet16 is not in PORT"),
     # a key from the file cannot break the message over two lines
     ("newline in key", rename_key("PORT", "Ethernet0", "Ethernet0\nx"),
-     "PORT|Ethernet0\\nx: port names must be Ethernet<N>"),
+     "PORT|Ethernet0\\nx: port names must be Ethernet<N>" + INTERNAL_PORTS),
 ]
 
 

@@ -12,6 +12,7 @@ from rocelab.fabric import tables
 from rocelab.fabric.config import ConfigError, PfcWatchdog, QueueConfig
 from rocelab.fabric.config_fields import DeviceMetadata, PfcWdFields, PfcWdGlobalFields, PortFields
 from rocelab.fabric.config_load import parse
+from rocelab.fabric.model.classify import PortClassifier
 from tests.platform_configs import (LOSSLESS, LOSSY_QUEUES, OTHER_CARDS, TRADITIONAL_PORTS,
                                     VOQ_ASIC, VOQ_HOST, VOQ_PORTS, traditional, voq_line_card)
 from tests.unit.test_config import real
@@ -200,3 +201,38 @@ def test_the_profile_lists_are_no_longer_refused_tables():
     assert tables.refused_reason("BUFFER_PORT_INGRESS_PROFILE_LIST") is None
     assert tables.refused_reason("BUFFER_PORT_EGRESS_PROFILE_LIST") is None
     assert tables.not_emulated_reason("SYSTEM_PORT")
+
+
+def test_a_chassis_cards_internal_ports_are_ports_and_nothing_else_is():
+    cfg = voq_line_card()
+    cfg["PORT"]["Ethernet-Rec0"] = {"speed": "400000", "lanes": "249", "alias": "Rcy0"}
+    cfg["PORT"]["Ethernet-IB0"] = {"speed": "400000", "lanes": "250", "alias": "Rcy1"}
+    config = parse(cfg, "lc1/config_db.json")
+    assert {"Ethernet-Rec0", "Ethernet-IB0"} <= set(config.ports)
+    cfg["PORT"]["Ethernet-Foo0"] = {"speed": "400000"}
+    with pytest.raises(ConfigError, match=r"PORT\|Ethernet-Foo0: port names must be Ethernet<N>"):
+        parse(cfg, "lc1/config_db.json")
+
+
+def test_traffic_classes_past_7_map_to_a_pg_and_a_queue():
+    """Dual-ToR templates put DSCP 33 in TC 8: TCs run 0..15, PGs and queues 0..7."""
+    cfg = real("leaf1")
+    cfg["DSCP_TO_TC_MAP"]["AZURE"]["33"] = "8"
+    cfg["TC_TO_PRIORITY_GROUP_MAP"]["AZURE"]["8"] = "0"
+    cfg["TC_TO_QUEUE_MAP"]["AZURE"]["8"] = "1"
+    config = parse(cfg, "leaf1/config_db.json")
+    classifier = PortClassifier.from_config(config.qos, "Ethernet0")
+    assert classifier.resolve(classifier.by_dscp[33])[:3:2] == (8, 1)
+    cfg["TC_TO_QUEUE_MAP"]["AZURE"]["8"] = "8"
+    with pytest.raises(ConfigError, match=r"TC_TO_QUEUE_MAP\|AZURE: 8: must be between 0 and 7"):
+        parse(cfg, "leaf1/config_db.json")
+
+
+def test_a_tc_to_dscp_map_no_port_binds_is_accepted_and_binding_one_is_refused():
+    cfg = real("leaf1")
+    cfg["TC_TO_DSCP_MAP"] = {"AZURE": {str(tc): str(tc) for tc in range(8)}}
+    assert parse(cfg, "leaf1/config_db.json").not_emulated == ("TC_TO_DSCP_MAP",)
+    port = next(iter(cfg["PORT_QOS_MAP"]))
+    cfg["PORT_QOS_MAP"][port]["tc_to_dscp_map"] = "AZURE"
+    with pytest.raises(ConfigError, match=r"tc_to_dscp_map: unknown field"):
+        parse(cfg, "leaf1/config_db.json")
