@@ -4,7 +4,9 @@ Loaded with ``-p checks.report`` (``invoke check`` does). It
 
 - prints one line per check as it finishes: ``[PASS] name``, ``[FAIL] name: reason``
   (the first line of the assertion message), ``[SKIP] name: reason``, ``[ERROR] name:
-  reason`` (the check could not run: setup failed);
+  reason`` (the check could not run: its setup failed, or it crashed: an exception other
+  than a failed assertion or ``pytest.fail`` came out of it, which says nothing about the
+  fabric and so is neither a FAIL nor, ever, a SKIP or a PASS);
 - writes ``<results>/summary.json`` (atomically): status (``complete``, or ``incomplete``
   when the run was interrupted), lab, runtime, time scale, the topology path and the sha256
   of every file the lab was deployed from (``labs.fingerprint``), start time, duration, and
@@ -15,6 +17,10 @@ Loaded with ``-p checks.report`` (``invoke check`` does). It
 ``invoke check`` writes a provisional summary (status ``incomplete``) before pytest starts
 (``provisional``), so a run killed outright still leaves one that says so.
 
+A crashed check is an error in summary.json, summary.md and JUnit alike: its JUnit test case
+carries the property ``outcome`` = ``error`` and an ``<error>`` element where pytest wrote a
+``<failure>`` (``junit_errors``, once pytest has written the file).
+
 Checks attach evidence with ``record_evidence(item_or_request, path)``, or a whole folder
 with ``record_evidence_dir``; a PNG to show in the report with ``record_plot``; whether the
 emulation kept up with ``record_fidelity``. Files are listed relative to the results folder.
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import json
 import time
+import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -38,6 +45,7 @@ EVIDENCE = "evidence"
 EVIDENCE_DIR = "evidence_dir"
 PLOT = "plot"
 FIDELITY = "fidelity"
+OUTCOME = "outcome"  # a JUnit property, "error" on a check that crashed
 LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR",
           "inconclusive": "INCONCLUSIVE"}
 INCONCLUSIVE = "INCONCLUSIVE"  # a skip whose reason starts with this: fidelity was lost
@@ -126,6 +134,32 @@ def provisional(results: Path, lab: str, runtime: str, time_scale: float | None)
         "counts": {k: 0 for k in LABELS}, "checks": []})
 
 
+def crashed(call: pytest.CallInfo) -> bool:
+    """Whether the check raised something other than a verdict: a failed assertion or
+    ``pytest.fail`` is a FAIL, a skip a SKIP, anything else a crash."""
+    return call.excinfo is not None and not call.excinfo.errisinstance(
+        (AssertionError, pytest.fail.Exception, pytest.skip.Exception))
+
+
+def junit_errors(path: Path) -> None:
+    """Rewrite, in the JUnit file pytest wrote, each crashed check's ``<failure>`` as an
+    ``<error>`` (its test case has the property ``outcome`` = ``error``), and the suite's
+    counts with it: pytest calls any exception in a test's body a failure."""
+    tree = ET.parse(path)
+    for suite in tree.getroot().iter("testsuite"):
+        moved = 0
+        for case in suite.iter("testcase"):
+            if not any(p.get("name") == OUTCOME and p.get("value") == "error"
+                       for p in case.iter("property")):
+                continue
+            for failure in case.findall("failure"):
+                failure.tag = "error"
+                moved += 1
+        suite.set("failures", str(int(suite.get("failures", "0")) - moved))
+        suite.set("errors", str(int(suite.get("errors", "0")) + moved))
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
 def reason_of(report: pytest.TestReport) -> str:
     """One line a person can read: the assertion's own message when it has one."""
     if report.skipped:
@@ -155,6 +189,7 @@ class _Check:
         self.properties: list[tuple[str, object]] = []
         self.printed = False
         self.called = False  # its call phase reported (an interrupt can cut it short)
+        self.crashed = False  # its call raised something other than a verdict
 
 
 class Report:
@@ -179,12 +214,17 @@ class Report:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call):
-        """A check whose emulation lost fidelity has no verdict: whatever its assertions
-        said, it is reported as skipped (JUnit too) with an INCONCLUSIVE reason that keeps
-        what it would have said and how to get a verdict."""
+        """A check that crashed is an error, whatever its fidelity. A check whose emulation
+        lost fidelity has no verdict: whatever its assertions said, it is reported as
+        skipped (JUnit too) with an INCONCLUSIVE reason that keeps what it would have said
+        and how to get a verdict."""
         outcome = yield
         report = outcome.get_result()
         if report.when != "call" or report.skipped:
+            return
+        if crashed(call):
+            self._check(report).crashed = True
+            item.user_properties.append((OUTCOME, "error"))
             return
         fidelity = merged_fidelity(item.user_properties)
         if fidelity is None or fidelity["ok"]:
@@ -214,14 +254,16 @@ class Report:
                 check.properties.append(prop)
         if report.when == "call":
             check.called = True
-            if report.failed:
+            if report.failed and check.crashed:
+                check.outcome, check.reason = "error", f"crashed: {reason_of(report)}"
+            elif report.failed:
                 check.outcome, check.reason = "failed", reason_of(report)
             elif report.skipped:
                 reason = reason_of(report)
                 check.outcome = "inconclusive" if reason.startswith(INCONCLUSIVE) else "skipped"
                 check.reason = reason
-        elif report.failed and check.outcome != "failed":  # setup or teardown broke
-            check.outcome = "error"
+        elif report.failed and check.outcome != "failed" and not check.crashed:
+            check.outcome = "error"  # its setup or teardown broke
             check.reason = f"{report.when}: {reason_of(report)}"
         elif report.when == "setup" and report.skipped:
             check.outcome, check.reason = "skipped", reason_of(report)
@@ -304,7 +346,11 @@ class Report:
                        for c in self.checks.values()],
         }
 
+    @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
+        xml = self.config.getoption("xmlpath", default=None)
+        if xml and Path(xml).is_file() and any(c.crashed for c in self.checks.values()):
+            junit_errors(Path(xml))
         complete = exitstatus != pytest.ExitCode.INTERRUPTED
         for check in self.checks.values():
             if not complete and check.outcome == "passed" and not check.called:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from rocelab.checks import outcome
 from rocelab.checks.run import pytest_argv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,6 +60,14 @@ def test_lost_fidelity_and_failed(request):
 def test_kept_fidelity_and_failed(request):
     record_fidelity(request, {"ok": True, "problems": []})
     assert False, "a real failure"
+
+def test_crashes_inside():
+    pools = []
+    max(p for p in pools)
+
+def test_crashes_and_lost_fidelity(request):
+    record_fidelity(request, {"ok": False, "problems": ["leaf1: 3 frames dropped"]})
+    raise KeyError("Ethernet8")
 '''
 
 
@@ -100,13 +109,15 @@ def test_prints_one_verdict_line_per_check_with_the_first_line_of_the_reason(fak
         "fidelity (leaf1: 3 frames dropped); the check would have failed: lossless class "
         "lost frames; rerun with --runtime sim (virtual time) or a larger time scale S",
         "[FAIL] test_kept_fidelity_and_failed: a real failure",
+        "[ERROR] test_crashes_inside: crashed: ValueError: max() arg is an empty sequence",
+        "[ERROR] test_crashes_and_lost_fidelity: crashed: KeyError: 'Ethernet8'",
     ], proc.stdout
 
 
 def test_ends_with_a_count_line_and_fails_the_run(fake_run):
     proc, results = fake_run
     assert proc.returncode == 1
-    assert f"checks: 2 passed, 4 failed, 1 error, 2 inconclusive, 1 skipped (results in " \
+    assert f"checks: 2 passed, 4 failed, 3 error, 2 inconclusive, 1 skipped (results in " \
            f"{results})" \
         in proc.stdout
     assert "\n.F" not in proc.stdout  # pytest's progress dots are replaced by the lines
@@ -118,7 +129,7 @@ def test_writes_a_summary_with_outcomes_reasons_and_evidence(fake_run):
     assert set(summary) >= {"lab", "runtime", "started", "duration", "counts", "checks",
                             "topology", "fingerprint"}
     assert summary["status"] == "complete" and summary["status_reason"] == ""
-    assert summary["counts"] == {"passed": 2, "failed": 4, "skipped": 1, "error": 1,
+    assert summary["counts"] == {"passed": 2, "failed": 4, "skipped": 1, "error": 3,
                                  "inconclusive": 2}
     by_name = {c["name"]: c for c in summary["checks"]}
     assert by_name["test_parametrized[h3]"]["outcome"] == "failed"
@@ -133,10 +144,32 @@ def test_writes_a_summary_with_outcomes_reasons_and_evidence(fake_run):
 def test_junit_xml_has_every_check(fake_run):
     _, results = fake_run
     cases = {c.get("name"): c for c in ET.parse(results / "junit.xml").getroot().iter("testcase")}
-    assert len(cases) == 10
+    assert len(cases) == 12
     for name in ("test_lost_fidelity_and_passed", "test_lost_fidelity_and_failed"):
         (skipped,) = cases[name].iter("skipped")  # no verdict: skipped, with the reason
         assert skipped.get("message").startswith("INCONCLUSIVE: the emulation lost fidelity")
+
+
+def test_a_check_that_crashes_is_an_error_never_a_failure_skip_or_pass(fake_run):
+    """An exception inside a check says nothing about the fabric: ERROR in the summary,
+    summary.md and JUnit, and the run's exit code is not 0 (checks.outcome)."""
+    _, results = fake_run
+    summary = json.loads((results / "summary.json").read_text())
+    by_name = {c["name"]: c for c in summary["checks"]}
+    for name in ("test_crashes_inside", "test_crashes_and_lost_fidelity"):
+        assert by_name[name]["outcome"] == "error", by_name[name]
+    assert by_name["test_crashes_inside"]["reason"] == \
+        "crashed: ValueError: max() arg is an empty sequence"
+    assert outcome.verdict_code(0, results) == outcome.FAILED
+    assert "| ⚠️ ERROR | test_crashes_inside | crashed: ValueError" \
+        in (results / "summary.md").read_text()
+    suite = ET.parse(results / "junit.xml").getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    for name in ("test_crashes_inside", "test_crashes_and_lost_fidelity"):
+        assert [e.tag for e in cases[name] if e.tag != "properties"] == ["error"], name
+    assert [e.tag for e in cases["test_kept_fidelity_and_failed"]
+            if e.tag != "properties"] == ["failure"]
+    assert (suite.get("errors"), suite.get("failures")) == ("3", "4")
 
 
 def test_a_check_file_that_does_not_import_is_reported(tmp_path):
