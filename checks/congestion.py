@@ -7,7 +7,8 @@ Nothing here knows a lab's shape. The receiver is the first host (by name) that 
 two others reach, the senders all that reach it; the congested switch is the receiver's,
 its bottleneck port the one toward it; the RoCE class (DSCP, priority) comes from the
 receiver's NIC settings and the PG and queue it lands in from the congested switch's own
-maps. Variants of a lab (``pfc_enable`` removed,
+maps; how much it must bring in, from that PG's thresholds (``checks.thresholds``).
+Variants of a lab (``pfc_enable`` removed,
 headroom shrunk) are copies of its topology folder with edited ``config_db.json`` files,
 brought up under another name next to it and always taken down again.
 """
@@ -26,12 +27,13 @@ from pathlib import Path
 import yaml
 
 from . import plots
+from .thresholds import egress_fill, ingress_fill
 from ..fabric import afpacket
 from ..fabric.client import MIN_FRAMES_FOR_P99, fidelity
+from ..fabric.config import SwitchConfig
 from ..fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
 from ..labs import lock
 from ..labs.lab import Lab
-from ..labs.topology import Topology
 from ..nic.settings import NicSettings
 from ..traffic import patterns
 from ..nic.roce import PFC_DST
@@ -40,6 +42,10 @@ TRACE_INTERVAL_MS = 2.0
 OVERLOAD = 1.5
 PFC_DST_BYTES = bytes.fromhex(PFC_DST.replace(":", ""))
 PFC_ONLY = afpacket.dst_mac_filter(PFC_DST_BYTES)
+
+
+class NoIncast(Exception):
+    """The lab carries no incast: its congestion checks are skipped, with this reason."""
 
 
 @dataclass(frozen=True)
@@ -51,35 +57,57 @@ class Incast:
     switch: str  # the receiver's switch
     port: str  # its SONiC port toward the receiver: the bottleneck
     upstream: tuple[tuple[str, str, str], ...]  # (switch iface, peer node, peer iface)
+    input_ports: tuple[str, ...]  # the switch's SONiC port on each ``upstream`` iface
     dscp: int
     priority: int
     pg: int  # where the RoCE class lands on the switch: ingress PG ...
     queue: int  # ... and egress queue
-    pool: int  # the congested switch's ingress buffer, bytes
+    inputs: int  # the fewest ports the incast enters that switch by (``fewest_inputs``)
+    fill: int  # bytes that bring that PG, entering by ``inputs`` ports, to XOFF and
+    #            through its headroom (``thresholds.ingress_fill``)
 
-    @property
-    def inputs(self) -> int:
-        """The ports the incast enters the congested switch by, at most: a local sender's
-        own, and the uplinks the remote ones share (an oversubscribed leaf has fewer)."""
-        return max(2, min(len(self.senders), len(self.upstream)))
+    def message_size(self, qps: int, messages: int, mtu: int, fill: int | None = None) -> int:
+        """A message size that makes every sender write OVERLOAD x ``fill`` (by default the
+        RoCE PG's, ``self.fill``) over (inputs - 1).
 
-    def message_size(self, qps: int, messages: int, mtu: int,
-                     inputs: int | None = None) -> int:
-        """A message size that makes every sender write OVERLOAD x the ingress pool over
-        (senders - 1): the queue then reaches XOFF with every sender still writing, whatever
-        the number of senders, and stays there a while. ``inputs`` (e.g. ``self.inputs``)
-        divides by (inputs - 1) instead: the queue grows by at most (inputs - 1) frames a
-        frame time, so this outgrows any buffer up to the pool even where remote senders
-        share an uplink (a lossy class, whose limit may be most of the pool)."""
-        per_sender = OVERLOAD * self.pool / ((inputs or len(self.senders)) - 1)
+        Each of the ports the incast enters by carries a sender at line rate until the
+        first sender is done, while the bottleneck sends at line rate: by then the switch
+        holds (ports - 1) senders' volume, OVERLOAD x fill when they are ``inputs``, which
+        that many PGs filling together cannot hold below their limits. Through more ports
+        the backlog grows faster than the PGs' limits add up (``thresholds``: each PG's
+        share of the pool shrinks as more fill it), so the fewest is the case to size
+        for."""
+        per_sender = OVERLOAD * (fill or self.fill) / (self.inputs - 1)
         return math.ceil(per_sender / (qps * messages) / mtu) * mtu
 
-    def qps_to_overflow(self, qps: int, mtu: int) -> int:
+    def qps_to_overflow(self, qps: int, mtu: int, fill: int | None = None) -> int:
         """At least ``qps`` QPs per sender, and enough that the incast can have OVERLOAD x
-        the pool in flight: each QP keeps at most ``patterns.WINDOW`` packets unacknowledged,
-        and a queue cannot hold more than the senders have in flight."""
+        ``fill`` in flight: each QP keeps at most ``patterns.WINDOW`` packets
+        unacknowledged, and a queue cannot hold more than the senders have in flight."""
         per_qp = patterns.WINDOW * (mtu + patterns.FRAME_OVERHEAD)
-        return max(qps, math.ceil(OVERLOAD * self.pool / (len(self.senders) * per_qp)))
+        return max(qps, math.ceil(OVERLOAD * (fill or self.fill)
+                                  / (len(self.senders) * per_qp)))
+
+    def ports(self) -> list[str]:
+        """The congested switch's SONiC ports the incast may enter by."""
+        return list(self.input_ports)
+
+    def class_fill(self, config: SwitchConfig, pg: int, queue: int) -> int | None:
+        """Bytes that make another class (ingress ``pg``, egress ``queue`` at the
+        bottleneck) drop on the congested switch ``config``, entering by ``inputs`` ports:
+        its PG's limit or its egress queue's, whichever comes first; None when no buffer
+        limits either."""
+        limits = [f for f in (ingress_fill(config, self.ports(), pg, self.inputs),
+                              egress_fill(config, self.port, queue)) if f is not None]
+        return min(limits, default=None)
+
+
+def fewest_inputs(senders: tuple[str, ...], upstream: tuple[tuple[str, str, str], ...]) -> int:
+    """The fewest ports an incast from ``senders`` enters its switch by: each sender wired
+    to it by its own, the others all by one uplink (ECMP may hash them onto one); two at
+    least, since through one port it congests nothing there."""
+    local = sum(1 for _, peer, _ in upstream if peer in senders)
+    return max(2, local + (len(senders) > local))
 
 
 def roce_mtu(lab: Lab, incast: Incast) -> int:
@@ -97,7 +125,7 @@ def incast_of(lab: Lab) -> Incast:
             reach.setdefault(ping.dst, []).append(ping.src)
     candidates = sorted(h for h, srcs in reach.items() if len(srcs) >= 2)
     if not candidates:
-        raise ValueError(f"lab {lab.name}: no host is reached by two others, no incast")
+        raise NoIncast(f"lab {lab.name}: no host is reached by two others, no incast")
     receiver = candidates[0]
     hosts = [receiver, *sorted(reach[receiver])]
     link = next(k for k in topo.links if receiver in (k.a.node, k.b.node))
@@ -111,10 +139,17 @@ def incast_of(lab: Lab) -> Incast:
     nic = topo.nodes[receiver].nic or NicSettings()
     port = topo.port(sw_end.node, sw_end.iface)
     tc, _ = tc_of_dscp(switch.config, port, nic.roce.dscp)
-    pool = max(p.size for p in switch.config.qos.buffer_pools.values() if p.type == "ingress")
-    return Incast(receiver, tuple(hosts[1:]), switch.name, port, tuple(upstream),
-                  nic.roce.dscp, nic.roce.priority, pg_of_tc(switch.config, port, tc)[0],
-                  queue_of_tc(switch.config, port, tc)[0], pool)
+    pg = pg_of_tc(switch.config, port, tc)[0]
+    senders = tuple(hosts[1:])
+    inputs = fewest_inputs(senders, tuple(upstream))
+    input_ports = tuple(topo.port(switch.name, iface) for iface, _, _ in upstream)
+    fill = ingress_fill(switch.config, list(input_ports), pg, inputs)
+    if fill is None:
+        raise NoIncast(f"lab {lab.name}: {switch.name} has no ingress buffer pool: nothing "
+                       "fills, pauses or drops under an incast")
+    return Incast(receiver, senders, switch.name, port, tuple(upstream), input_ports,
+                  nic.roce.dscp, nic.roce.priority, pg, queue_of_tc(switch.config, port, tc)[0],
+                  inputs, fill)
 
 
 @dataclass
@@ -146,6 +181,8 @@ class Run(Observation):
 
     name: str
     result: dict
+    startup_s: float = 0.0  # fabric seconds of start-up the ``after_startup`` figures omit
+    startup: dict[str, dict] = field(default_factory=dict)  # every switch's counters then
 
     def ports(self, counters: dict[str, dict]) -> Iterator[tuple[str, str, dict]]:
         for node, c in counters.items():
@@ -206,17 +243,23 @@ class Run(Observation):
     def cnps(self) -> int:
         return sum(f["receiver"]["cnps_sent"] for f in self.result["flows"])
 
-    def xoff_share(self, switch: str, port: str) -> float:
-        """The share of the time ``port`` of ``switch`` had a queue, from its first
-        non-empty sample to its last, in which any PG of the switch was in XOFF (start-up
-        and the idle tail do not dilute it)."""
-        _, samples = self.trace(switch)
-        busy = [i for i, s in enumerate(samples) if any(s["ports"][port]["queue_bytes"])]
-        if not busy:
-            return 0.0
-        window = samples[busy[0]:busy[-1] + 1]
-        held = sum(1 for s in window if any(any(p["xoff"]) for p in s["ports"].values()))
-        return held / len(window)
+    def window_s(self) -> float:
+        """The run's own seconds (wall live, simulated in sim) after its start-up."""
+        return self.result["elapsed_s"] - self.startup_s * self.result["time_scale"]
+
+    def xoff_fraction(self, switch: str, ports: list[str], pg: int) -> float:
+        """After the start-up: the largest share of that time any of ``ports`` of
+        ``switch`` held ``pg`` in XOFF, pausing its upstream."""
+        def held(counters: dict[str, dict], port: str) -> float:
+            return counters[switch]["ports"][port]["pgs"][str(pg)]["xoff_seconds"]
+        return max(held(self.after, p) - held(self.startup, p) for p in ports) / self.window_s()
+
+    def line_share(self, switch: str, port: str, speed_bps: float) -> float:
+        """After the start-up: what ``port`` of ``switch`` sent (frame bytes, as the wire
+        carries them) as a share of its line rate over that time (speed / S live)."""
+        sent = (self.after[switch]["ports"][port]["tx_bytes"]
+                - self.startup[switch]["ports"][port]["tx_bytes"])
+        return sent * 8 / (self.window_s() * speed_bps / self.result["time_scale"])
 
     def summary(self) -> dict:
         return {"name": self.name, "complete": self.result["complete"],
@@ -262,20 +305,30 @@ def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Obser
 
 def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
                qps: int, nic: patterns.NicOverrides | None = None, timeout_s: float = 90.0,
-               dscp: int | None = None) -> Run:
+               dscp: int | None = None, startup_s: float = 0.0) -> Run:
     """Run the incast observed (PFC captured on every upstream wire of the congested
-    switch: it leaves on whichever ingress PG reached XOFF), evidence in ``folder/name``."""
+    switch: it leaves on whichever ingress PG reached XOFF), evidence in ``folder/name``.
+    ``startup_s``: every switch's counters are also read that many fabric seconds into the
+    run (``lab.wait``: the lab's own clock), so that figures can leave the start-up out."""
     out = folder / name
     if dscp is not None:
         every = (nic or {}).get("*", {})
         nic = {**(nic or {}), "*": {**every, "roce": {**every.get("roce", {}), "dscp": dscp}}}
     flows = patterns.incast(incast.receiver, list(incast.senders), size, count, qps)
+    startup: dict[str, dict] = {}
     with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream]) as seen:
-        result = patterns.run(lab, flows, pattern="incast", timeout_s=timeout_s, nic=nic)
+        running = patterns.start(lab, flows, pattern="incast", timeout_s=timeout_s, nic=nic)
+        if startup_s:
+            lab.wait(lab.wall_s(startup_s * lab.node_time_scale(incast.receiver)))
+            startup = {s: lab.agent(s).counters() for s in seen.before}
+        result = running.wait()
     problems = seen.fidelity["problems"] + endpoint_problems(result)
     run = Run(**{**vars(seen), "fidelity": {**seen.fidelity, "ok": not problems,
-                                            "problems": problems}}, name=name, result=result)
+                                            "problems": problems}}, name=name, result=result,
+              startup_s=startup_s, startup=startup)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
+    if startup:
+        (out / "counters-startup.json").write_text(json.dumps(startup) + "\n")
     (out / "summary.json").write_text(json.dumps(run.summary(), indent=1) + "\n")
     return run
 
@@ -303,9 +356,9 @@ def endpoint_problems(result: dict) -> list[str]:
     return problems
 
 
-def draw(topo: Topology, run: Run, incast: Incast) -> list[Path]:
+def draw(run: Run, incast: Incast) -> list[Path]:
     """The run's plots: the bottleneck's queues and PGs, PFC pauses per link, the flows."""
-    inputs = [topo.port(incast.switch, iface) for iface, _, _ in incast.upstream]
+    inputs = incast.ports()
     pg = run.after[incast.switch]["ports"][inputs[0]]["pgs"][str(incast.pg)]
     thresholds = {f"headroom PG{incast.pg}": pg["headroom"]}
     return [plots.queue_plot(run.trace(incast.switch), incast.port,

@@ -172,6 +172,44 @@ def test_a_check_that_crashes_is_an_error_never_a_failure_skip_or_pass(fake_run)
     assert (suite.get("errors"), suite.get("failures")) == ("3", "4")
 
 
+INCAST_CHECKS = {"conftest.py": '''
+import pytest
+from rocelab.checks import congestion as cg
+
+@pytest.fixture(scope="session")
+def lab():
+    return None
+
+def incast_of(lab):
+    raise RAISED
+cg.incast_of = incast_of
+''', "test_congests.py": '''
+def test_congests(incast):
+    pass
+'''}
+
+
+@pytest.mark.parametrize("raised, line", [
+    ("cg.NoIncast('lab x: no host is reached by two others, no incast')",
+     "[SKIP] test_congests: lab x: no host is reached by two others, no incast"),
+    ("ValueError('max() arg is an empty sequence')",
+     "[ERROR] test_congests: setup: ValueError: max() arg is an empty sequence")],
+    ids=["no-incast", "crash"])
+def test_the_incast_fixture_skips_only_a_lab_without_an_incast(tmp_path, raised, line):
+    """The checks' ``incast`` fixture (checks/conftest.py) skips a lab that carries no
+    incast, with the reason; anything else finding it raises is an error, not a skip."""
+    (tmp_path / "checks").mkdir()
+    for name, text in INCAST_CHECKS.items():
+        (tmp_path / "checks" / name).write_text(text.replace("RAISED", raised))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(tmp_path / "checks"), "-p", "rocelab.checks.report",
+         "-p", "rocelab.checks.conftest", "-p", "no:cacheprovider",
+         "--results", str(tmp_path / "res"), "-q", "--rootdir", str(tmp_path)],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=60)
+    assert lines(proc) == [line], proc.stdout + proc.stderr
+
+
 def test_a_check_file_that_does_not_import_is_reported(tmp_path):
     (tmp_path / "checks").mkdir()
     (tmp_path / "checks" / "test_broken.py").write_text("import no_such_module\n")

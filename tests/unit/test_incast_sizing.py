@@ -1,45 +1,169 @@
-"""checks.congestion.Incast sizing: what the congestion checks write, from the lab's
-numbers (no lab needed)."""
+"""checks.congestion.Incast sizing: what the congestion checks write, from the congested PG's
+thresholds (checks.thresholds), held against the switch model's own buffers (no lab
+needed, or a simulated one)."""
 from __future__ import annotations
 
-import dataclasses
+import json
+from pathlib import Path
+
+import pytest
 
 from rocelab.checks import congestion as cg
+from rocelab.checks import thresholds as th
+from rocelab.fabric.config_load import load as load_config
+from rocelab.fabric.model.buffers import IngressBuffers
+from rocelab.labs.runtimes.sim import simulated
 from rocelab.traffic import patterns
+from tests.conftest import TOPOLOGIES, copy_lab
 
 MTU = 4096
-POOL = 112_249_856  # ref-pfc-400g's ingress pool
+FRAME = 4200  # a RoCE frame of MTU 4096 on the wire, about
+LEAF = TOPOLOGIES / "roce-v2-leafspine" / "configs" / "leaf1" / "config_db.json"
+PORTS = ["Ethernet0", "Ethernet4", "Ethernet12"]  # leaf1's ports other than h1's
+
+# Buffers shaped as SONiC renders them for a VoQ line card (values ours): one pool of type
+# both, gigabytes deep, with a shared headroom pool, and a lossless PG profile of the kind
+# buffermgrd derives from a pg_profile_lookup.ini row (size 0, xon, xoff, xon_offset).
+VOQ_POOL = {"ingress_lossless_pool": {"size": "8000000000", "type": "both", "mode": "dynamic",
+                                      "xoff": "1200000000"}}
+VOQ_PROFILES = {
+    "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "xon_offset": "0",
+                              "dynamic_th": "0"},
+    "egress_lossless_profile": {"pool": "ingress_lossless_pool", "size": "0",
+                                "dynamic_th": "-1"},
+    "egress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "-4"},
+    "pg_lossless_100000_300m_profile": {"pool": "ingress_lossless_pool", "size": "0",
+                                        "xon": "3072", "xoff": "120000", "dynamic_th": "-6",
+                                        "xon_offset": "400000"}}
 
 
-def incast(senders: int, upstream: int) -> cg.Incast:
-    return cg.Incast("h1", tuple(f"h{i}" for i in range(2, 2 + senders)), "leaf1",
-                     "Ethernet0", tuple((f"eth{i}", "x", "eth1") for i in range(upstream)),
-                     26, 3, 3, 3, POOL)
+def voq(config: dict) -> dict:
+    """A config_db.json with the VoQ line card's buffers in place of its own."""
+    config["BUFFER_POOL"] = VOQ_POOL
+    config["BUFFER_PROFILE"] = VOQ_PROFILES
+    for entry in config["BUFFER_PG"].values():
+        if entry["profile"].startswith("pg_lossless"):
+            entry["profile"] = "pg_lossless_100000_300m_profile"
+    return config
 
 
-def test_an_oversubscribed_leaf_is_entered_by_fewer_ports_than_senders():
-    assert incast(5, 3).inputs == 3  # two local senders and one shared uplink
-    assert incast(3, 3).inputs == 3
-    assert incast(1, 4).inputs == 2  # never fewer than two: one input cannot overflow
+def voq_config(tmp_path: Path):
+    path = tmp_path / "config_db.json"
+    path.write_text(json.dumps(voq(json.loads(LEAF.read_text()))))
+    return load_config(path)
 
 
-def test_sized_by_inputs_the_queue_can_outgrow_the_pool():
-    """(inputs - 1) inputs' worth of excess, each a sender's whole volume, is OVERLOAD x the
-    pool; by senders it is not, when remote senders share an uplink."""
-    wide = incast(5, 3)
-    qps, messages = 4, 3
-    by_inputs = wide.message_size(qps, messages, MTU, inputs=wide.inputs) * qps * messages
-    by_senders = wide.message_size(qps, messages, MTU) * qps * messages
-    assert (wide.inputs - 1) * by_inputs >= cg.OVERLOAD * POOL
-    assert (wide.inputs - 1) * by_senders < POOL
+def xoff_reached(config, ports: list[str], pg: int, shares: list[float], total: int) -> bool:
+    """Bring ``total`` bytes into ``pg`` of ``ports`` in the model's buffers, frame by frame,
+    each port taking its share, nothing leaving: whether any of them sent XOFF."""
+    buffers = IngressBuffers.from_config(config.qos, ports)
+    sent = [0.0] * len(ports)
+    for _ in range(total // FRAME):
+        i = min(range(len(ports)), key=lambda k: sent[k] / shares[k])
+        sent[i] += FRAME
+        if buffers.admit(ports[i], pg, FRAME, 0.0).xoff:
+            return True
+    return False
 
 
-def test_enough_qps_to_have_the_pool_in_flight():
-    wide = incast(5, 3)
-    qps = wide.qps_to_overflow(4, MTU)
-    in_flight = len(wide.senders) * qps * patterns.WINDOW * (MTU + patterns.FRAME_OVERHEAD)
-    assert qps > 4 and in_flight >= cg.OVERLOAD * POOL
-    assert in_flight - len(wide.senders) * patterns.WINDOW * (MTU + patterns.FRAME_OVERHEAD) \
-        < cg.OVERLOAD * POOL  # the fewest that do
-    small = dataclasses.replace(wide, pool=12_766_208)  # the default lab's pool
-    assert small.qps_to_overflow(4, MTU) == 4  # four QPs already hold it in flight
+@pytest.mark.parametrize("make", ["leaf", "voq"])
+def test_n_pgs_filling_together_stop_at_alpha_pool_over_one_plus_n_alpha(make, tmp_path):
+    config = load_config(LEAF) if make == "leaf" else voq_config(tmp_path)
+    profile = config.qos.buffer_profiles[config.qos.buffer_pg[PORTS[0], 3]]
+    pool = config.qos.buffer_pools[profile.pool]
+    for n in (1, 2, 3):
+        buffers = IngressBuffers.from_config(config.qos, PORTS[:n])
+        pgs = [buffers.pg(p, 3) for p in PORTS[:n]]
+        while not any(pg.xoff for pg in pgs):
+            for pg in pgs:
+                pg.admit(FRAME, 0.0)
+        assert max(pg.shared for pg in pgs) == pytest.approx(
+            th.shared_limit(profile, pool, n), abs=n * FRAME)
+
+
+@pytest.mark.parametrize("make", ["leaf", "voq"])
+@pytest.mark.parametrize("shares", [[1, 1], [4, 1], [1, 1, 1], [6, 3, 1], [1, 1, 1, 1]])
+def test_whatever_the_spread_what_n_pgs_hold_at_their_limits_brings_one_to_xoff(
+        make, shares, tmp_path):
+    config = load_config(LEAF) if make == "leaf" else voq_config(tmp_path)
+    ports = ["Ethernet0", "Ethernet4", "Ethernet12", "Ethernet8"][:len(shares)]
+    fill = th.ingress_fill(config, ports, 3, len(ports))
+    assert xoff_reached(config, ports, 3, shares, fill)
+
+
+@pytest.mark.parametrize("make", ["leaf", "voq"])
+def test_the_fewest_inputs_are_the_case_to_size_for(make, tmp_path):
+    """k ports bring (k - 1) senders' volume at least; what k PGs hold at their limits
+    grows slower than k - 1, so sizing for the fewest ports covers any more."""
+    config = load_config(LEAF) if make == "leaf" else voq_config(tmp_path)
+    per_sender = [th.ingress_fill(config, PORTS, 3, k) / (k - 1) for k in range(2, 10)]
+    assert per_sender == sorted(per_sender, reverse=True)
+
+
+def test_the_fewest_inputs_are_the_local_senders_own_and_one_uplink():
+    up = (("eth1", "spine1", "eth1"), ("eth2", "spine2", "eth1"), ("eth4", "h2", "eth1"),
+          ("eth5", "h5", "eth1"))
+    assert cg.fewest_inputs(("h2", "h3", "h4"), up) == 2  # h2's own, one uplink for both
+    assert cg.fewest_inputs(("h2", "h5", "h3"), up) == 3
+    assert cg.fewest_inputs(("h2", "h5"), up) == 2  # all local: their own ports
+    assert cg.fewest_inputs(("h3", "h4"), up) == 2  # all remote: at least two to congest
+
+
+def test_a_static_threshold_of_zero_is_the_whole_pool():
+    config = load_config(LEAF)
+    pool = config.qos.buffer_pools["egress_lossless_pool"]
+    profile = config.qos.buffer_profiles["egress_lossless_profile"]  # static_th = pool
+    zero = type(profile)(profile.name, profile.pool, 0, None, 0)
+    assert th.shared_limit(zero, pool) == th.shared_limit(profile, pool) == pool.size
+    assert th.shared_limit(profile, pool, 4) == pool.size / 4
+
+
+def test_the_default_labs_incast_is_sized_by_its_lossless_pg():
+    incast = cg.incast_of(simulated("roce-v2-leafspine"))
+    config = load_config(LEAF)
+    profile = config.qos.buffer_profiles["pg_lossless_100000_40m_profile"]
+    pool = config.qos.buffer_pools[profile.pool].size
+    assert incast.inputs == 2  # h2's port, and one uplink may carry h3 and h4
+    # two PGs: reserved (size, the headroom being shared) + xoff each, and alpha 1: 2/3 pool
+    assert incast.fill == round(2 * (profile.size + profile.xoff) + 2 * pool / 3)
+    per_sender = incast.message_size(4, 2, MTU) * 4 * 2
+    assert cg.OVERLOAD * incast.fill <= per_sender < cg.OVERLOAD * incast.fill + 8 * MTU
+    assert incast.qps_to_overflow(4, MTU) == 4  # four QPs already hold it in flight
+
+
+def test_a_lossy_class_is_sized_by_its_tighter_limit_the_egress_queue():
+    incast = cg.incast_of(simulated("roce-v2-leafspine"))
+    config = load_config(LEAF)
+    queue = config.qos.buffer_profiles["egress_lossy_profile"]
+    pool = config.qos.buffer_pools[queue.pool].size
+    assert incast.class_fill(config, 0, 0) == round(queue.size + 8 / 9 * pool)  # alpha 8
+    assert incast.class_fill(config, 0, 0) < th.ingress_fill(config, incast.ports(), 0, 2)
+
+
+def test_a_voq_pool_of_type_both_is_judged_in_milliseconds(tmp_path):
+    """The incast is sized from the lossless PG's threshold (1/64 of the free pool), not
+    from the 8 GB pool: milliseconds at 100G, where 1.5 x the pool takes a second."""
+    clab = copy_lab(tmp_path)
+    for path in (clab.parent / "configs").glob("*/config_db.json"):
+        path.write_text(json.dumps(voq(json.loads(path.read_text()))))
+    incast = cg.incast_of(simulated(str(clab)))
+    line_bps = 100e9
+    pool = int(VOQ_POOL["ingress_lossless_pool"]["size"])
+    xoff = int(VOQ_PROFILES["pg_lossless_100000_300m_profile"]["xoff"])
+    assert incast.fill == round(2 * xoff + 2 * pool / 64 / (1 + 2 / 64))
+    assert cg.OVERLOAD * incast.fill * 8 / line_bps < 0.05
+    assert cg.OVERLOAD * pool * 8 / line_bps > 0.5
+    qps = incast.qps_to_overflow(4, MTU)
+    in_flight = len(incast.senders) * qps * patterns.WINDOW * (MTU + patterns.FRAME_OVERHEAD)
+    assert qps > 4 and in_flight >= cg.OVERLOAD * incast.fill
+
+
+def test_a_lab_whose_switch_has_no_ingress_pool_carries_no_incast(tmp_path):
+    clab = copy_lab(tmp_path)
+    for path in (clab.parent / "configs").glob("*/config_db.json"):
+        config = json.loads(path.read_text())
+        for table in ("BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE"):
+            config.pop(table, None)
+        path.write_text(json.dumps(config))
+    with pytest.raises(cg.NoIncast, match="no ingress buffer pool"):
+        cg.incast_of(simulated(str(clab)))
