@@ -14,7 +14,7 @@ import pytest
 
 from rocelab.checks import roce
 from rocelab.labs import domains as l2
-from rocelab.fabric.qos import pauses_sender, pg_of_tc, port_setting, queue_of_tc
+from rocelab.fabric.qos import bound, pauses_sender, pg_of_tc, port_setting, queue_of_tc
 from rocelab.nic.settings import RoceSettings
 from rocelab.traffic.patterns import nic_settings
 from rocelab.traffic.probe import ProbeResult, probe
@@ -346,9 +346,15 @@ def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, pcp_
     """RoCEv1 with each lossless priority as its PCP (from the lab: conftest, pcp_case) is
     counted in the PG and queue each switch's DOT1P_TO_TC /
     TC_TO_PRIORITY_GROUP / TC_TO_QUEUE maps give it, on every switch it crosses (trunks
-    carry the PCP from switch to switch)."""
+    carry the PCP from switch to switch). Only where the lab classifies PCP: a sender's
+    port that binds no DOT1P_TO_TC_MAP (a trust-DSCP RoCEv2 fabric) carries no RoCEv1
+    class, and the check is skipped, saying so."""
     domain = l2.domain_of(lab.topology, sender)
     here = domain.attachment(sender).switch
+    port = port_name(domain.attachment(sender).port)
+    if bound(lab.topology.nodes[here].config.qos, port, "dot1p_to_tc_map")[0] is None:
+        pytest.skip(f"{here} {port}, {sender}'s port, binds no DOT1P_TO_TC_MAP (PORT_QOS_MAP): "
+                    "the lab does not classify PCP there, so it carries no RoCEv1 class")
     peers = sorted(domain.untagged_hosts - {sender})
     # the farthest peer: one behind another switch if there is one (crosses the trunks)
     dst = next((p for p in peers if domain.attachment(p).switch != here), peers[0])
