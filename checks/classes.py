@@ -12,11 +12,15 @@ Where each value comes from, first match wins:
 - Lossless priorities: the RoCE priorities, and every priority a switch port enables PFC on
   (``pfc_enable``). A lab with two (Azure's 3 and 4) has its chain checked on both; a
   priority no DSCP maps to is checked from its TC on (RoCEv1, by PCP).
+- Where a map is read: on the ports the hosts' traffic meets first, every host's switch
+  port (by host name), then every other QoS port (``class_ports``), each priority where
+  PFC is on for it. Switches whose uplinks and downlinks use different maps by design
+  (per-port-role maps) thus give each host path's classes, whichever port comes first.
 - CNP DSCP: the option, the hosts' NIC files, the NIC default.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..fabric.config import SwitchConfig
@@ -64,13 +68,32 @@ def lossless_priorities(configs: Iterable[SwitchConfig]) -> frozenset[int]:
     return frozenset(found)
 
 
-def dscps_to(configs: Iterable[SwitchConfig], tc: int) -> list[int]:
-    """The DSCPs the first switch with QoS ports maps to ``tc`` on its first such port."""
-    for config in configs:
-        ports = qos_ports(config)
-        if ports:
-            return [d for d in range(64) if tc_of_dscp(config, ports[0], d)[0] == tc]
-    return []
+def class_ports(topology: Topology, configs: Mapping[str, SwitchConfig | None]
+                ) -> list[tuple[SwitchConfig, str]]:
+    """(switch config, SONiC port) where classes are read: every host's switch port, hosts
+    by name, then every other QoS port of every switch, each once; switches whose config
+    did not load are left out."""
+    seen: dict[tuple[str, str], SwitchConfig] = {}
+    for host in sorted(topology.hosts, key=lambda h: h.name):
+        for iface in topology.interfaces(host.name):
+            peer = topology.peer(host.name, iface)
+            config = configs.get(peer.node) if peer else None
+            if config is not None:
+                seen.setdefault((peer.node, topology.port(peer.node, peer.iface)), config)
+    for node, config in configs.items():
+        for port in qos_ports(config) if config is not None else ():
+            seen.setdefault((node, port), config)
+    return [(config, port) for (_, port), config in seen.items()]
+
+
+def dscp_of(ports: list[tuple[SwitchConfig, str]], priority: int) -> int | None:
+    """The lowest DSCP mapped to TC ``priority`` on the first of ``ports`` with PFC on for
+    it (None: no DSCP reaches it there, a PCP-only class)."""
+    for config, port in ports:
+        if priority in port_setting(config.qos, port, "pfc_enable")[0]:
+            return next((d for d in range(64) if tc_of_dscp(config, port, d)[0] == priority),
+                        None)
+    return None
 
 
 def nic_files(topology: Topology) -> list[NicSettings]:
@@ -82,12 +105,13 @@ def nic_files(topology: Topology) -> list[NicSettings]:
     return out
 
 
-def expectations(topology: Topology, configs: Iterable[SwitchConfig | None],
+def expectations(topology: Topology, configs: Mapping[str, SwitchConfig | None],
                  dscp: int | None = None, priority: int | None = None,
                  cnp_dscp: int | None = None) -> Expectations:
-    """The lab's expectations; ``dscp``, ``priority`` and ``cnp_dscp`` override (None: from
-    the lab)."""
-    loaded = [c for c in configs if c is not None]
+    """The lab's expectations from its topology and its switches' configs (by node name);
+    ``dscp``, ``priority`` and ``cnp_dscp`` override (None: from the lab)."""
+    loaded = [c for c in configs.values() if c is not None]
+    ports = class_ports(topology, configs)
     nics = nic_files(topology)
     enabled = lossless_priorities(loaded)
     labelled = [n.labels[PRIORITY_LABEL] for n in topology.nodes.values()
@@ -98,7 +122,7 @@ def expectations(topology: Topology, configs: Iterable[SwitchConfig | None],
         sources.append("the hosts' NIC settings")
     elif enabled:
         low = min(enabled)
-        primary = [RoceClass(next(iter(dscps_to(loaded, low)), None), low)]
+        primary = [RoceClass(dscp_of(ports, low), low)]
         sources.append("the switches' maps (no host has a NIC settings file)")
     else:
         default = NicSettings().roce
@@ -115,7 +139,7 @@ def expectations(topology: Topology, configs: Iterable[SwitchConfig | None],
     classes = list(dict.fromkeys(primary))
     covered = {c.priority for c in classes}
     for p in sorted(enabled - covered):
-        classes.append(RoceClass(next(iter(dscps_to(loaded, p)), None), p))
+        classes.append(RoceClass(dscp_of(ports, p), p))
     cnp = cnp_dscp if cnp_dscp is not None else nics[0].cnp.dscp if nics \
         else NicSettings().cnp.dscp
     return Expectations(tuple(classes), cnp, frozenset(enabled | covered), ", ".join(sources))
@@ -161,4 +185,4 @@ def pcp_cases(e: Expectations) -> list[Case]:
 
 def of_topology(topology: Topology) -> Expectations:
     """A loaded lab's expectations (its switch configs parsed, as a running lab's are)."""
-    return expectations(topology, [n.config for n in topology.switches])
+    return expectations(topology, {n.name: n.config for n in topology.switches})

@@ -142,7 +142,7 @@ def different_fabrics(a: Topology, b: Topology) -> str | None:
 
 def _classes(side: Side) -> tuple[RoceClass, ...]:
     lab = side.lab
-    return expectations(lab.topology, lab.configs.values()).classes
+    return expectations(lab.topology, lab.configs).classes
 
 
 def chain_changes(base: Side, head: Side) -> list[dict]:

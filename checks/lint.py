@@ -12,7 +12,7 @@ See docs/lint.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -24,6 +24,8 @@ from ..fabric.portmap import doubles, unmapped_reason, wiring as wire_ports
 from ..fabric.qos import (HeadroomParams, bound, pauses_sender, pg_of_tc, port_setting,
                           qos_ports, queue_of_tc, required_headroom, tc_of_dscp, tc_of_pcp)
 from .classes import RoceClass, expectations
+from .port_roles import port_roles
+from .thresholds import xoff_trigger
 from ..nic.settings import NicSettings
 from ..labs.topology import PG_LOOKUP_TARGET, Node, Topology
 from ..labs.topology import load as load_topology
@@ -342,18 +344,6 @@ def _class_ports(lab: Lab) -> Iterator[tuple[RoceClass, SwitchConfig, str]]:
                 yield c, config, port
 
 
-def xoff_trigger(config: SwitchConfig, profile: BufferProfile) -> tuple[float, str]:
-    """Shared bytes a PG holds when it sends XOFF. Static: static_th. Dynamic: the PG may
-    use alpha x free pool; with one PG filling alone, used = alpha (size - used), so it
-    settles at alpha * size / (1 + alpha), the most a single congested PG reaches."""
-    if profile.static_th is not None:
-        return profile.static_th, f"static_th {profile.static_th}"
-    alpha = 2.0 ** (profile.dynamic_th or 0)
-    size = config.qos.buffer_pools[profile.pool].size
-    return alpha * size / (1 + alpha), (f"dynamic_th {profile.dynamic_th} (alpha {alpha:g}) "
-                                        f"x pool {size} / (1 + alpha)")
-
-
 def _ecn_vs_xoff(config: SwitchConfig, port: str, wred: str, low: int, high: int,
                  profile: BufferProfile) -> Iterator[Finding]:
     trigger, how = xoff_trigger(config, profile)
@@ -427,8 +417,9 @@ def dcqcn_byte_counter(lab: Lab) -> Iterator[Finding]:
 
 
 def cnp_queue(lab: Lab) -> Iterator[Finding]:
-    """CNPs are the brake of DCQCN: they must overtake the data they slow down, and must not
-    be paused with it."""
+    """CNPs are the brake of DCQCN: they must not be paused with the data they slow down,
+    nor starved behind it. A queue of their own that PFC never stops serves them in time,
+    strict or not."""
     s = lab.settings
     for _, config in lab.switches():
         for port in qos_ports(config):
@@ -442,27 +433,67 @@ def _cnp_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Findi
         yield Finding("error", "cnp-queue", config.path, f"DSCP_TO_TC_MAP|{name}|{s.cnp_dscp}",
                       f"CNP DSCP {s.cnp_dscp} -> TC {tc}, a lossless TC on {port}: CNPs are "
                       "paused together with the data they should slow down",
-                      f'map "{s.cnp_dscp}" to its own TC with a strict queue (SONiC: 6)')
+                      f'map "{s.cnp_dscp}" to its own TC and queue (SONiC: 6)')
         return
-    queue, _ = queue_of_tc(config, port, tc)
+    queue, queue_map = queue_of_tc(config, port, tc)
+    where = f"TC_TO_QUEUE_MAP|{queue_map}|{tc}" if queue_map else f"QUEUE|{port}|{queue}"
+    pausing = sorted(p for p in enabled if _paused_queue(config, port, p) == queue)
+    if pausing:
+        yield Finding("error", "cnp-queue", config.path, where,
+                      f"CNP DSCP {s.cnp_dscp} -> queue {queue} on {port}, which PFC for "
+                      f"priority {_list(frozenset(pausing))} stops: CNPs are paused together "
+                      "with the data they should slow down",
+                      "send the CNP TC to a queue no PFC priority pauses (SONiC: 6)")
+        return
+    data = {queue_of_tc(config, port, _class_tc(config, port, c))[0] for c in s.classes}
     sched = _scheduler(config, port, queue)
-    if sched is not None and sched.type == "STRICT":
+    ahead = sorted(q for q in data if _strictly_before(config, port, q, queue, sched))
+    if ahead:
+        yield Finding("error", "cnp-queue", config.path, f"QUEUE|{port}|{queue}|scheduler",
+                      f"CNP queue {queue} on {port} is served after the STRICT RoCE queue "
+                      f"{ahead[0]}: while RoCE is backlogged, the CNPs that would slow it "
+                      "starve", f"give queue {queue} a STRICT scheduler above the RoCE queues")
         return
-    roce_queue, _ = queue_of_tc(config, port, s.priority)
-    roce = _scheduler(config, port, roce_queue)
-    where = f"QUEUE|{port}|{queue}|scheduler"
-    if sched is not None and roce is not None and roce.type != "STRICT" \
-            and (sched.weight or 0) > (roce.weight or 0):
+    shared = sorted(t for t in _classes_in_use(config, port)
+                    if t != tc and queue_of_tc(config, port, t)[0] == queue)
+    if shared and (sched is None or sched.type != "STRICT"):
         yield Finding("warning", "cnp-queue", config.path, where,
-                      f"CNP queue {queue} is {sched.type} weight {sched.weight}, above RoCE's "
-                      f"{roce.weight}, but not strict: CNPs can still wait behind data",
-                      "give the CNP queue a STRICT scheduler")
-        return
-    got = "no scheduler" if sched is None else f"{sched.type} weight {sched.weight}"
-    yield Finding("error", "cnp-queue", config.path, where,
-                  f"CNP DSCP {s.cnp_dscp} -> queue {queue} on {port} has {got}: CNPs queue "
-                  "behind the congested RoCE data, so senders slow down late",
-                  "give the CNP queue a STRICT scheduler")
+                      f"CNP queue {queue} on {port} also carries TC "
+                      f"{_list(frozenset(shared))}, and is not strict: CNPs can wait behind "
+                      "that traffic", "give the CNPs a queue of their own (SONiC: 6)")
+
+
+def _class_tc(config: SwitchConfig, port: str, c: RoceClass) -> int:
+    return tc_of_dscp(config, port, c.dscp)[0] if c.dscp is not None else c.priority
+
+
+def _paused_queue(config: SwitchConfig, port: str, priority: int) -> int | None:
+    """The queue a PFC frame for ``priority`` stops on ``port``: ``pfc_to_queue_map``'s,
+    else queue = priority (SAI's default)."""
+    name, _ = bound(config.qos, port, "pfc_to_queue_map")
+    return config.qos.pfc_priority_to_queue[name].get(priority) if name else priority
+
+
+def _classes_in_use(config: SwitchConfig, port: str) -> set[int]:
+    """TCs 0..7, and any higher TC the port's DSCP or dot1p map puts traffic in (SONiC's
+    TCs run to 15; dual-ToR templates use TC 8)."""
+    mapped: set[int] = set()
+    for field, tables in (("dscp_to_tc_map", config.qos.dscp_to_tc),
+                          ("dot1p_to_tc_map", config.qos.dot1p_to_tc)):
+        name, _ = bound(config.qos, port, field)
+        if name is not None:
+            mapped |= set(tables[name].values())
+    return set(range(8)) | mapped
+
+
+def _strictly_before(config: SwitchConfig, port: str, data: int, cnp: int, cnp_sched) -> bool:
+    """Whether a backlogged ``data`` queue is always served before the ``cnp`` queue: it
+    is STRICT and the CNPs' is not, or is STRICT with a lower index (ASICs serve strict
+    queues highest index first)."""
+    sched = _scheduler(config, port, data)
+    if data == cnp or sched is None or sched.type != "STRICT":
+        return False
+    return cnp_sched is None or cnp_sched.type != "STRICT" or data > cnp
 
 
 def _scheduler(config: SwitchConfig, port: str, queue: int):
@@ -500,31 +531,39 @@ def _list(priorities: frozenset[int]) -> str:
 
 def consistency(lab: Lab) -> Iterator[Finding]:
     """A hop-by-hop lossless path needs every switch to agree on the RoCE class: one switch
-    with a different DSCP -> TC or lossless priority breaks it in the middle."""
-    seen: dict[str, tuple[str, str]] = {}  # fact -> (file, value) of the first switch
-    for _, config in lab.switches():
-        for fact, value, where in _class_facts(config, lab.settings):
-            first = seen.setdefault(fact, (config.path, value))
+    with a different DSCP -> TC or lossless priority breaks it in the middle. Agreement is
+    per port role (``checks.port_roles``): uplinks and downlinks may use different maps by
+    design, as long as each role's are the same on every switch."""
+    roles = port_roles(lab.topology)
+    seen: dict[tuple[str, str], tuple[str, str]] = {}  # (role, fact) -> (file, value) first
+    for node, config in lab.switches():
+        for role, fact, value, where in _class_facts(node, config, lab.settings, roles):
+            first = seen.setdefault((role, fact), (config.path, value))
             if first[1] != value:
                 yield Finding("error", "consistency", config.path, where,
-                              f"{fact} is {value} here but {first[1]} in {first[0]}: the "
-                              "lossless class changes from hop to hop",
-                              "use the same QoS maps and pfc_enable on every switch")
+                              f"{fact} on ports {role} is {value} here but {first[1]} in "
+                              f"{first[0]}: the lossless class changes from hop to hop",
+                              "use the same QoS maps and pfc_enable on every switch's ports "
+                              "of that role")
 
 
-def _class_facts(config: SwitchConfig, s: Settings) -> Iterator[tuple[str, str, str]]:
-    ports = qos_ports(config)
-    if not ports:
-        return
-    for dscp in dict.fromkeys(c.dscp for c in s.classes if c.dscp is not None):
-        tcs = {tc_of_dscp(config, p, dscp) for p in ports}
-        for tc, name in sorted(tcs, key=str):
-            yield (f"DSCP {dscp} -> TC", str(tc), f"DSCP_TO_TC_MAP|{name}|{dscp}")
-    lossless = {_list(port_setting(config.qos, p, "pfc_enable")[0]) for p in ports}
-    source = port_setting(config.qos, ports[0], "pfc_enable")[1] or ports[0]
-    for value in sorted(lossless):
-        yield ("lossless priorities (pfc_enable)", value or "none",
-               f"PORT_QOS_MAP|{source}|pfc_enable")
+def _class_facts(node: str, config: SwitchConfig, s: Settings,
+                 roles: dict[tuple[str, str], str]) -> Iterator[tuple[str, str, str, str]]:
+    """(role, fact, value, where) of the lossless classes on ``node``'s wired QoS ports."""
+    by_role: dict[str, list[str]] = {}
+    for port in qos_ports(config):
+        if (node, port) in roles:
+            by_role.setdefault(roles[node, port], []).append(port)
+    for role, ports in by_role.items():
+        for dscp in dict.fromkeys(c.dscp for c in s.classes if c.dscp is not None):
+            tcs = {tc_of_dscp(config, p, dscp) for p in ports}
+            for tc, name in sorted(tcs, key=str):
+                yield role, f"DSCP {dscp} -> TC", str(tc), f"DSCP_TO_TC_MAP|{name}|{dscp}"
+        lossless = {_list(port_setting(config.qos, p, "pfc_enable")[0]) for p in ports}
+        source = port_setting(config.qos, ports[0], "pfc_enable")[1] or ports[0]
+        for value in sorted(lossless):
+            yield (role, "lossless priorities (pfc_enable)", value or "none",
+                   f"PORT_QOS_MAP|{source}|pfc_enable")
 
 
 def host_dscp(lab: Lab) -> Iterator[Finding]:
@@ -661,12 +700,13 @@ def load_lab(spec: str | Path, priority: int | None = None, dscp: int | None = N
         except ConfigError as e:
             configs[node.name] = None
             errors[node.name] = e
-    return Lab(topology, settings_of(topology, configs.values(), priority, dscp, cnp_dscp),
+    return Lab(topology, settings_of(topology, configs, priority, dscp, cnp_dscp),
                configs, errors)
 
 
-def settings_of(topology: Topology, configs, priority: int | None = None,
-                dscp: int | None = None, cnp_dscp: int | None = None) -> Settings:
+def settings_of(topology: Topology, configs: Mapping[str, SwitchConfig | None],
+                priority: int | None = None, dscp: int | None = None,
+                cnp_dscp: int | None = None) -> Settings:
     """Lint settings from the lab's expectations (``checks.classes.expectations``)."""
     e = expectations(topology, configs, dscp, priority, cnp_dscp)
     return Settings(e.roce.priority, e.roce.dscp, e.cnp_dscp, more=e.classes[1:],

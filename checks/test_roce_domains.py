@@ -351,7 +351,7 @@ def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, pcp_
     class, and the check is skipped, saying so."""
     domain = l2.domain_of(lab.topology, sender)
     here = domain.attachment(sender).switch
-    port = port_name(domain.attachment(sender).port)
+    port = lab.topology.port(here, domain.attachment(sender).port)
     if bound(lab.topology.nodes[here].config.qos, port, "dot1p_to_tc_map")[0] is None:
         pytest.skip(f"{here} {port}, {sender}'s port, binds no DOT1P_TO_TC_MAP (PORT_QOS_MAP): "
                     "the lab does not classify PCP there, so it carries no RoCEv1 class")

@@ -13,6 +13,7 @@ from rocelab.checks.classes import RoceClass
 from rocelab.fabric.qos import queue_of_tc, tc_of_dscp
 from rocelab.labs.topology import load
 from tests import unseen_lab
+from tests.conftest import copy_lab
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +88,24 @@ def test_the_control_avoids_every_lossless_and_the_cnp_dscp(unseen):
     configs = [n.config for n in topo.switches]
     assert classes.control_dscp(configs, frozenset({0, 1, 3, 4})) == 16
     assert classes.control_dscp(configs, e.lossless, avoid=[*range(48), e.cnp_dscp]) == 49
+
+
+def test_classes_are_read_on_each_host_path_not_on_the_first_port(tmp_path):
+    """Per-port-role maps: the leaves' host ports make DSCP 4 lossless on priority 4 with a
+    map of their own, which the spines (the first switches, every port toward a leaf) do
+    not bind. The class is read where the hosts' traffic meets it: DSCP 4, not the DSCP
+    the spines' map sends to TC 4."""
+    clab = copy_lab(tmp_path)
+    for path in (clab.parent / "configs").glob("leaf*/config_db.json"):
+        config = json.loads(path.read_text())
+        hosts = {**config["DSCP_TO_TC_MAP"]["AZURE"], "4": "4"}
+        hosts.update({str(d): "1" for d in range(32, 40)})
+        config["DSCP_TO_TC_MAP"]["HOSTS"] = hosts
+        for port in ("Ethernet8", "Ethernet12"):
+            config["PORT_QOS_MAP"][port].update(dscp_to_tc_map="HOSTS", pfc_enable="3,4")
+        path.write_text(json.dumps(config))
+    topo = load(clab)
+    assert topo.switches[0].name.startswith("spine")
+    e = classes.of_topology(topo)
+    assert e.classes == (RoceClass(26, 3), RoceClass(4, 4))
+    assert e.lossless == {3, 4}

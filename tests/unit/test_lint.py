@@ -171,15 +171,50 @@ def test_ecn_above_xoff(tmp_path):
     assert "150000" in found[0].why and "100000" in found[0].why
 
 
-def test_cnp_queue_not_strict(tmp_path):
-    def dwrr(data: Config) -> None:
+def _cnp_scheduler(name: str) -> Callable[[Config], None]:
+    def edit(data: Config) -> None:
         for key, queue in data["QUEUE"].items():
             if key.endswith("|6"):
-                queue["scheduler"] = "scheduler.0"
-    clab, config = seeded(tmp_path, "spine1", dwrr)
+                queue["scheduler"] = name
+    return edit
+
+
+def test_an_unpaused_dwrr_cnp_queue_of_their_own_is_fine(tmp_path):
+    """Not strict, lighter than RoCE's: CNPs still have a queue no pause stops and no data
+    fills, so they are served within a round."""
+    clab, _ = seeded(tmp_path, "spine1", _cnp_scheduler("scheduler.0"))
+    assert findings_of(clab, "cnp-queue") == []
+
+
+def test_cnps_in_a_paused_queue(tmp_path):
+    """The CNP TC is lossy, but its queue is the one PFC for priority 3 stops."""
+    clab, config = seeded(tmp_path, "leaf1", _set("TC_TO_QUEUE_MAP", "AZURE", "6", "3"))
+    found = findings_of(clab, "cnp-queue")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("error", str(config), "TC_TO_QUEUE_MAP|AZURE|6")]
+    assert "which PFC for priority 3 stops" in found[0].why
+
+
+def test_cnps_starved_behind_a_strict_roce_queue(tmp_path):
+    def strict_roce(data: Config) -> None:
+        _cnp_scheduler("scheduler.0")(data)
+        for key, queue in data["QUEUE"].items():
+            if key.endswith("|3"):
+                queue["scheduler"] = "scheduler.2"
+    clab, config = seeded(tmp_path, "leaf2", strict_roce)
     found = findings_of(clab, "cnp-queue")
     assert found and {(f.severity, f.file) for f in found} == {("error", str(config))}
     assert "QUEUE|Ethernet0|6|scheduler" in {f.where for f in found}
+    assert "STRICT RoCE queue 3" in found[0].why
+
+
+def test_cnps_sharing_a_dwrr_queue_with_lossy_traffic_is_a_warning(tmp_path):
+    def shared(data: Config) -> None:
+        data["TC_TO_QUEUE_MAP"]["AZURE"]["6"] = "0"
+    clab, config = seeded(tmp_path, "spine2", shared)
+    found = findings_of(clab, "cnp-queue")
+    assert {(f.severity, f.file, f.where) for f in found} == {
+        ("warning", str(config), "TC_TO_QUEUE_MAP|AZURE|6")}
 
 
 def test_cnp_in_lossless_tc(tmp_path):
@@ -219,6 +254,26 @@ def test_switches_disagree(tmp_path):
         ("error", str(config), "DSCP_TO_TC_MAP|AZURE|26"),
         ("error", str(config), "PORT_QOS_MAP|Ethernet0|pfc_enable")}
     assert all("spine1/config_db.json" in f.why for f in found)  # names the other file
+
+
+def test_per_port_role_maps_are_consistent_when_each_role_is(tmp_path):
+    """The leaves' uplinks classify DSCP 26 into TC 1 with a map of their own (traffic from
+    the spines re-marked by design) while their host ports keep AZURE: every leaf alike is
+    consistent; one leaf alone is not, and the finding names the role."""
+    def uplinks(data: Config) -> None:
+        data["DSCP_TO_TC_MAP"]["UPLINK"] = {**data["DSCP_TO_TC_MAP"]["AZURE"], "26": "1"}
+        for port in ("Ethernet0", "Ethernet4"):
+            data["PORT_QOS_MAP"][port]["dscp_to_tc_map"] = "UPLINK"
+    clab, config = seeded(tmp_path, "leaf2", uplinks)
+    found = findings_of(clab, "consistency")
+    assert [(f.severity, f.file, f.where) for f in found] == [
+        ("error", str(config), "DSCP_TO_TC_MAP|UPLINK|26")]
+    assert "on ports T0 toward T1 is 1 here but 3 in" in found[0].why
+    leaf1 = clab.parent / "configs" / "leaf1" / "config_db.json"
+    data = json.loads(leaf1.read_text())
+    uplinks(data)
+    leaf1.write_text(json.dumps(data))
+    assert findings_of(clab, "consistency") == []
 
 
 def test_priority_label_and_option(tmp_path):
