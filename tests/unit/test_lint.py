@@ -171,6 +171,16 @@ def test_ecn_above_xoff(tmp_path):
     assert "150000" in found[0].why and "100000" in found[0].why
 
 
+def test_a_static_threshold_of_zero_sends_xoff_at_the_pool_not_at_zero(tmp_path):
+    """SAI: a static threshold of 0 limits the PG by the pool alone, as the model has it."""
+    def static_zero(data: Config) -> None:
+        profile = data["BUFFER_PROFILE"]["pg_lossless_100000_40m_profile"]
+        del profile["dynamic_th"]
+        profile["static_th"] = "0"
+    clab, _ = seeded(tmp_path, "leaf1", static_zero)
+    assert findings_of(clab, "ecn-below-xoff") == []
+
+
 def _cnp_scheduler(name: str) -> Callable[[Config], None]:
     def edit(data: Config) -> None:
         for key, queue in data["QUEUE"].items():
