@@ -181,7 +181,8 @@ class Run(Observation):
 
     name: str
     result: dict
-    startup_s: float = 0.0  # fabric seconds of start-up the ``after_startup`` figures omit
+    startup_s: float = 0.0  # fabric seconds of start-up that ``window_s`` and the figures
+    #                         over it leave out
     startup: dict[str, dict] = field(default_factory=dict)  # every switch's counters then
 
     def ports(self, counters: dict[str, dict]) -> Iterator[tuple[str, str, dict]]:

@@ -22,8 +22,7 @@ from collections.abc import Iterable
 from ..fabric.config import BufferPool, BufferProfile, SwitchConfig
 from ..fabric.model.buffers import DEFAULT_DYNAMIC_TH
 
-INGRESS = ("ingress", "both")
-EGRESS = ("egress", "both")
+INGRESS = ("ingress", "both")  # pool types PGs draw on
 NO_PROFILE = "(no BUFFER_PG)"
 
 
