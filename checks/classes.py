@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..fabric.config import SwitchConfig
+from ..fabric.portmap import wire
 from ..fabric.qos import port_setting, qos_ports, tc_of_dscp
 from ..nic.settings import NicSettings
 from ..labs.topology import Topology
@@ -79,7 +80,9 @@ def class_ports(topology: Topology, configs: Mapping[str, SwitchConfig | None]
             peer = topology.peer(host.name, iface)
             config = configs.get(peer.node) if peer else None
             if config is not None:
-                seen.setdefault((peer.node, topology.port(peer.node, peer.iface)), config)
+                port = wire(config, peer.iface, topology.nodes[peer.node].lanemap)
+                if port is not None:
+                    seen.setdefault((peer.node, port), config)
     for node, config in configs.items():
         for port in qos_ports(config) if config is not None else ():
             seen.setdefault((node, port), config)

@@ -478,11 +478,11 @@ def _classes_in_use(config: SwitchConfig, port: str) -> set[int]:
     """TCs 0..7, and any higher TC the port's DSCP or dot1p map puts traffic in (SONiC's
     TCs run to 15; dual-ToR templates use TC 8)."""
     mapped: set[int] = set()
-    for field, tables in (("dscp_to_tc_map", config.qos.dscp_to_tc),
+    for binding, maps in (("dscp_to_tc_map", config.qos.dscp_to_tc),
                           ("dot1p_to_tc_map", config.qos.dot1p_to_tc)):
-        name, _ = bound(config.qos, port, field)
+        name, _ = bound(config.qos, port, binding)
         if name is not None:
-            mapped |= set(tables[name].values())
+            mapped |= set(maps[name].values())
     return set(range(8)) | mapped
 
 
@@ -534,7 +534,7 @@ def consistency(lab: Lab) -> Iterator[Finding]:
     with a different DSCP -> TC or lossless priority breaks it in the middle. Agreement is
     per port role (``checks.port_roles``): uplinks and downlinks may use different maps by
     design, as long as each role's are the same on every switch."""
-    roles = port_roles(lab.topology)
+    roles = port_roles(lab.topology, lambda node, iface: lab.wires.get(node, {}).get(iface))
     seen: dict[tuple[str, str], tuple[str, str]] = {}  # (role, fact) -> (file, value) first
     for node, config in lab.switches():
         for role, fact, value, where in _class_facts(node, config, lab.settings, roles):

@@ -10,6 +10,8 @@ traffic of the lab crosses them.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..labs.topology import Topology
 
 HOSTS = "hosts"
@@ -32,8 +34,10 @@ def tiers(topology: Topology) -> dict[str, int]:
     return {node: d - 1 for node, d in distance.items() if node not in hosts}
 
 
-def port_roles(topology: Topology) -> dict[tuple[str, str], str]:
-    """(switch, SONiC port) -> its role, for every wired port of a switch a host reaches."""
+def port_roles(topology: Topology,
+               port_of: Callable[[str, str], str | None]) -> dict[tuple[str, str], str]:
+    """(switch, SONiC port) -> its role, for every wired port of a switch a host reaches;
+    ``port_of(switch, iface)`` names the PORT entry on a wire (None: none)."""
     tier = tiers(topology)
     roles = {}
     for switch in topology.switches:
@@ -43,6 +47,8 @@ def port_roles(topology: Topology) -> dict[tuple[str, str], str]:
             peer = topology.peer(switch.name, iface)
             if peer is None:
                 continue
-            faces = HOSTS if peer.node not in tier else f"T{tier[peer.node]}"
-            roles[switch.name, topology.port(switch.name, iface)] = f"T{tier[switch.name]} toward {faces}"
+            port = port_of(switch.name, iface)
+            if port is not None:
+                faces = HOSTS if peer.node not in tier else f"T{tier[peer.node]}"
+                roles[switch.name, port] = f"T{tier[switch.name]} toward {faces}"
     return roles
