@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from . import plots
+from .deadlock import fabric_wall
 from .thresholds import egress_fill, ingress_fill
 from ..fabric import afpacket
 from ..fabric.client import MIN_FRAMES_FOR_P99, fidelity
@@ -40,6 +41,7 @@ from ..nic.roce import PFC_DST
 
 TRACE_INTERVAL_MS = 2.0
 OVERLOAD = 1.5
+TIME_LIMIT_X = 4  # a run's time limit, in times its bytes take at line rate
 PFC_DST_BYTES = bytes.fromhex(PFC_DST.replace(":", ""))
 PFC_ONLY = afpacket.dst_mac_filter(PFC_DST_BYTES)
 
@@ -108,6 +110,25 @@ def fewest_inputs(senders: tuple[str, ...], upstream: tuple[tuple[str, str, str]
     least, since through one port it congests nothing there."""
     local = sum(1 for _, peer, _ in upstream if peer in senders)
     return max(2, local + (len(senders) > local))
+
+
+def bottleneck_bps(lab: Lab, incast: Incast) -> float:
+    """The bottleneck port's configured (real-fabric) speed."""
+    return lab.topology.nodes[incast.switch].config.ports[incast.port].speed_mbps * 1e6
+
+
+def time_limit(lab: Lab, incast: Incast, bits: float, at_least_s: float) -> float:
+    """Wall seconds (live; the simulator runs the same span of fabric time) for a run of
+    ``bits`` into the bottleneck: TIME_LIMIT_X times their line rate time, never less than
+    ``at_least_s``. Incasts are sized from the lab's buffers, so a fixed limit would cut a
+    large buffer's short; an unfinished run leaves its backlog under the next check."""
+    return max(at_least_s, fabric_wall(lab.topology,
+                                       TIME_LIMIT_X * bits / bottleneck_bps(lab, incast)))
+
+
+def flow_bits(flows: list[patterns.FlowSpec]) -> int:
+    """What ``flows`` write in all, in bits (``time_limit``'s measure)."""
+    return 8 * sum(f.size * f.count for f in flows)
 
 
 def roce_mtu(lab: Lab, incast: Incast) -> int:

@@ -23,7 +23,6 @@ import pytest
 
 from rocelab.checks import classes
 from rocelab.checks import congestion as cg
-from rocelab.checks import deadlock as dl
 from rocelab.labs import actions
 from rocelab.checks import plots
 from rocelab.checks.report import record_evidence, record_fidelity, record_plot
@@ -39,7 +38,6 @@ START_S = 20.0
 MIN_BOTTLENECK_SHARE = 0.70  # with DCQCN, of the bottleneck's line rate after the start-up
 MAX_SLOWDOWN = 1.5  # PFC alone's bottleneck share over DCQCN's, after the start-up
 TIMING_SLACK_S = 0.05  # the agent's event loop may run a poll this late
-TIME_LIMIT_X = 4  # a long run's time limit, in times its bytes take at line rate
 ECN_RUN_S = 8e-3  # fabric seconds of the bottleneck at line rate: the DCQCN comparison
 STARTUP_S = 2e-3  # fabric seconds of DCQCN's start-up the comparison leaves out (< ECN_RUN_S)
 MAX_XOFF_FRACTION = 0.5  # with DCQCN, of the time after the start-up
@@ -72,14 +70,9 @@ def lossless_run(lab, incast, congestion_dir):
                          count=MESSAGES, qps=sent.qps, nic=DCQCN_OFF, timeout_s=sent.timeout_s)
 
 
-def bottleneck_bps(lab, incast: cg.Incast) -> float:
-    """The bottleneck port's configured (real-fabric) speed."""
-    return lab.topology.nodes[incast.switch].config.ports[incast.port].speed_mbps * 1e6
-
-
 class Load(NamedTuple):
     """What every sender writes (``qps`` QPs, MESSAGES messages of ``size`` bytes each), and
-    the run's time limit (``time_limit``)."""
+    the run's time limit (``congestion.time_limit``)."""
 
     qps: int
     size: int
@@ -93,7 +86,7 @@ def load(lab, incast: cg.Incast) -> Load:
     mtu = cg.roce_mtu(lab, incast)
     qps = incast.qps_to_overflow(QPS, mtu)
     size = incast.message_size(qps, MESSAGES, mtu)
-    return Load(qps, size, time_limit(lab, incast, volume_bits(incast, qps, size), 90.0))
+    return Load(qps, size, cg.time_limit(lab, incast, volume_bits(incast, qps, size), 90.0))
 
 
 def volume_bits(incast: cg.Incast, qps: int, size: int, messages: int = MESSAGES) -> int:
@@ -112,18 +105,10 @@ def ecn_load(lab, incast: cg.Incast) -> Load:
     (docs/checks.md, "The checks")."""
     mtu = cg.roce_mtu(lab, incast)
     qps = load(lab, incast).qps
-    per_message = (bottleneck_bps(lab, incast) * ECN_RUN_S / 8
+    per_message = (cg.bottleneck_bps(lab, incast) * ECN_RUN_S / 8
                    / (len(incast.senders) * qps * MESSAGES))
     size = max(load(lab, incast).size, math.ceil(per_message / mtu) * mtu)
-    return Load(qps, size, time_limit(lab, incast, volume_bits(incast, qps, size), 180.0))
-
-
-def time_limit(lab, incast: cg.Incast, bits: float, at_least_s: float) -> float:
-    """Wall seconds for a run of ``bits`` into the bottleneck: TIME_LIMIT_X times their line
-    rate time, and never less than ``at_least_s``. An unfinished run leaves its backlog
-    draining under the next check."""
-    return max(at_least_s, dl.fabric_wall(lab.topology,
-                                          TIME_LIMIT_X * bits / bottleneck_bps(lab, incast)))
+    return Load(qps, size, cg.time_limit(lab, incast, volume_bits(incast, qps, size), 180.0))
 
 
 def keep(request, run: cg.Run, incast: cg.Incast) -> None:
@@ -177,7 +162,7 @@ def after_startup(lab, incast: cg.Incast, run: cg.Run) -> dict:
     return {"xoff_fraction": round(run.xoff_fraction(incast.switch, incast.ports(),
                                                      incast.pg), 3),
             "bottleneck_share": round(run.line_share(incast.switch, incast.port,
-                                                     bottleneck_bps(lab, incast)), 3),
+                                                     cg.bottleneck_bps(lab, incast)), 3),
             "window_s": round(run.window_s(), 6), "marks": run.marks(), "cnps": run.cnps(),
             "cnps_received": run.flows("cnps_received"), "complete": run.result["complete"],
             "retransmitted": run.flows("retransmitted")}
@@ -245,7 +230,7 @@ def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir
     qps = incast.qps_to_overflow(QPS, mtu, fill)
     size = incast.message_size(qps, MESSAGES + 1, mtu, fill)
     # long enough to finish, retransmissions included
-    timeout = time_limit(lab, incast, volume_bits(incast, qps, size, MESSAGES + 1), 90.0)
+    timeout = cg.time_limit(lab, incast, volume_bits(incast, qps, size, MESSAGES + 1), 90.0)
     run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=size, timeout_s=timeout,
                         count=MESSAGES + 1, qps=qps, dscp=lossy_dscp,
                         nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}})

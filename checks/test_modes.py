@@ -82,13 +82,14 @@ def measure(lab, incast: cg.Incast, victim, folder, name: str, nic) -> dict:
     senders = [s for s in incast.senders if s != victim.src]  # the victim's NIC is its own
     flows = patterns.incast(incast.receiver, senders, size, MESSAGES, QPS)
     out = folder / name
+    timeout = cg.time_limit(lab, incast, cg.flow_bits(flows + [victim]), 180.0)
     with cg.observe(lab, out, []) as seen:
-        result = patterns.run(lab, flows + [victim], pattern=name, timeout_s=180, nic=nic)
+        result = patterns.run(lab, flows + [victim], pattern=name, timeout_s=timeout, nic=nic)
     run = cg.Run(**vars(seen), name=name, result=result)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
     mine = next(f for f in result["flows"] if f["name"] == victim.name)
     rest = [f for f in result["flows"] if f["name"] != victim.name]
-    p99 = max((f["completion_s"]["p99"] for f in rest if f["completion_s"]), default=None)
+    p99 = slowest_p99(rest)
     return {"complete": result["complete"],
             "incast_goodput_gbps": round(sum(f["bytes"] for f in rest if f["complete"])
                                          * 8 / result["elapsed_s"] / 1e9
@@ -101,6 +102,13 @@ def measure(lab, incast: cg.Incast, victim, folder, name: str, nic) -> dict:
             "victim_goodput_gbps": round(mine["goodput_bps"] * result["time_scale"] / 1e9, 2)
             if mine["complete"] else 0.0,
             "fidelity": seen.fidelity}
+
+
+def slowest_p99(flows: list[dict]) -> float | None:
+    """The largest p99 message completion time of ``flows`` (None when no flow finished a
+    message: a flow the time limit cut short has none)."""
+    return max((f["completion_s"]["p99"] for f in flows
+                if (f["completion_s"] or {}).get("p99") is not None), default=None)
 
 
 def alone(lab, victim, nic) -> float:

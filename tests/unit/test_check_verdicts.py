@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from rocelab.checks import outcome, run
+from rocelab.checks.test_modes import slowest_p99
 from tests.conftest import copy_lab
 
 
@@ -39,3 +40,13 @@ def test_v1_classification_is_skipped_where_no_port_classifies_pcp(tmp_path):
     assert reason == ("leaf1 Ethernet8, h1's port, binds no DOT1P_TO_TC_MAP (PORT_QOS_MAP): the "
                       "lab does not classify PCP there, so it carries no RoCEv1 class")
     assert code == outcome.PASSED
+
+
+def test_a_flow_cut_short_has_no_completion_p99_and_the_modes_check_skips_it():
+    """A flow that finished no message within its time limit (a lossy mode's, retrying)
+    reports p99 None: the modes check's figure takes the others', it does not crash."""
+    flows = [{"completion_s": {"p50": 0.001, "p99": 0.002, "max": 0.002}},
+             {"completion_s": {"p50": None, "p99": None, "max": None}},
+             {"completion_s": {"p50": 0.003, "p99": 0.004, "max": 0.004}}]
+    assert slowest_p99(flows) == 0.004
+    assert slowest_p99(flows[1:2]) is None

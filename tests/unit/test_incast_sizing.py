@@ -10,6 +10,7 @@ import pytest
 
 from rocelab.checks import congestion as cg
 from rocelab.checks import thresholds as th
+from rocelab.checks.deadlock import live_scale
 from rocelab.fabric.config_load import load as load_config
 from rocelab.fabric.model.buffers import IngressBuffers
 from rocelab.labs.runtimes.sim import simulated
@@ -129,6 +130,8 @@ def test_the_default_labs_incast_is_sized_by_its_lossless_pg():
     per_sender = incast.message_size(4, 2, MTU) * 4 * 2
     assert cg.OVERLOAD * incast.fill <= per_sender < cg.OVERLOAD * incast.fill + 8 * MTU
     assert incast.qps_to_overflow(4, MTU) == 4  # four QPs already hold it in flight
+    bits = 8 * len(incast.senders) * 4 * 2 * incast.message_size(4, 2, MTU)
+    assert cg.time_limit(simulated("roce-v2-leafspine"), incast, bits, 90.0) == 90.0
 
 
 def test_a_lossy_class_is_sized_by_its_tighter_limit_the_egress_queue():
@@ -146,7 +149,8 @@ def test_a_voq_pool_of_type_both_is_judged_in_milliseconds(tmp_path):
     clab = copy_lab(tmp_path)
     for path in (clab.parent / "configs").glob("*/config_db.json"):
         path.write_text(json.dumps(voq(json.loads(path.read_text()))))
-    incast = cg.incast_of(simulated(str(clab)))
+    lab = simulated(str(clab))
+    incast = cg.incast_of(lab)
     line_bps = 100e9
     pool = int(VOQ_POOL["ingress_lossless_pool"]["size"])
     xoff = int(VOQ_PROFILES["pg_lossless_100000_300m_profile"]["xoff"])
@@ -156,6 +160,14 @@ def test_a_voq_pool_of_type_both_is_judged_in_milliseconds(tmp_path):
     qps = incast.qps_to_overflow(4, MTU)
     in_flight = len(incast.senders) * qps * patterns.WINDOW * (MTU + patterns.FRAME_OVERHEAD)
     assert qps > 4 and in_flight >= cg.OVERLOAD * incast.fill
+    # its time limit grows with it: a fixed one (90 s live, 30 ms of fabric time) cut it
+    flows = patterns.incast(incast.receiver, list(incast.senders),
+                            incast.message_size(qps, 2, MTU), 2, qps)
+    fabric_s = cg.flow_bits(flows) / line_bps
+    scale = live_scale(lab.topology)  # S live: a wall second is 1 / S of fabric time
+    assert cg.time_limit(lab, incast, cg.flow_bits(flows), 90.0) == pytest.approx(
+        cg.TIME_LIMIT_X * fabric_s * scale)
+    assert fabric_s > 90.0 / scale
 
 
 def test_a_lab_whose_switch_has_no_ingress_pool_carries_no_incast(tmp_path):
