@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -87,6 +87,13 @@ class Lab:
             self.wires[name] = wire_ports(config, self.topology.interfaces(name),
                                           self.topology.nodes[name].lanemap)
 
+    def qos_ports(self, node: str, config: SwitchConfig) -> list[str]:
+        """The switch's QoS ports that a wire of the lab uses: the ports its traffic crosses.
+        A real platform's config often leaves its unused ports lossy; that is no finding
+        about this lab."""
+        wired = set(self.wires.get(node, {}).values())
+        return [port for port in qos_ports(config) if port in wired]
+
     def switches(self) -> Iterator[tuple[str, SwitchConfig]]:
         """(node, config) for every switch whose config loaded."""
         for name, config in self.configs.items():
@@ -140,11 +147,31 @@ def wiring(lab: Lab) -> Iterator[Finding]:
 def lossless_chain(lab: Lab) -> Iterator[Finding]:
     """DSCP -> TC -> PG (PFC on, lossless buffer) and TC -> queue (ECN on), and the same PCP
     to the same TC for RoCEv1: the first broken hop puts RoCE in a lossy place."""
+    hosts_class = lab.settings.classes[0]
+    roles = port_roles(lab.topology, lambda node, iface: lab.wires.get(node, {}).get(iface))
     for c in lab.settings.classes:
         s = lab.settings.one(c)
-        for _, config in lab.switches():
-            for port in qos_ports(config):
-                yield from _chain_on_port(config, port, s)
+        broken, holds = [], set()
+        for node, config in lab.switches():
+            for port in lab.qos_ports(node, config):
+                found = list(_chain_on_port(config, port, s))
+                broken += [(roles.get((node, port)), f) for f in found]
+                if not any(f.severity == "error" for f in found):
+                    holds.add(roles.get((node, port)))
+        for role, finding in broken:
+            yield finding if c == hosts_class or role in holds else _by_design(finding, c)
+
+
+def _by_design(finding: Finding, c: RoceClass) -> Finding:
+    """A lossless class the configs carry but no host's NIC marks, broken on a port role
+    where no switch keeps it lossless: a per-port-role design (the class is lossless on
+    another role only), so a warning; only that class's traffic, which the lab's hosts do
+    not send, would be lost there."""
+    if finding.severity != "error":
+        return finding
+    return replace(finding, severity="warning",
+                   why=f"{finding.why} (priority {c.priority} is lossless on other port "
+                       "roles only, and no host of the lab marks it)")
 
 
 def _chain_on_port(config: SwitchConfig, port: str, s: Settings) -> Iterator[Finding]:
@@ -337,10 +364,10 @@ def ecn_below_xoff(lab: Lab) -> Iterator[Finding]:
 
 
 def _class_ports(lab: Lab) -> Iterator[tuple[RoceClass, SwitchConfig, str]]:
-    """(class, switch config, port) for every lossless class on every QoS port."""
+    """(class, switch config, port) for every lossless class on every wired QoS port."""
     for c in lab.settings.classes:
-        for _, config in lab.switches():
-            for port in qos_ports(config):
+        for node, config in lab.switches():
+            for port in lab.qos_ports(node, config):
                 yield c, config, port
 
 
@@ -368,9 +395,9 @@ def ecn_probability(lab: Lab) -> Iterator[Finding]:
     if not any(h.nic is not None and h.nic.dcqcn.enabled for h in lab.topology.hosts):
         return
     s = lab.settings
-    for _, config in lab.switches():
+    for node, config in lab.switches():
         seen = set()
-        for port in qos_ports(config):
+        for port in lab.qos_ports(node, config):
             queue, _ = queue_of_tc(config, port, tc_of_dscp(config, port, s.dscp)[0])
             entry = config.qos.queues.get((port, queue))
             wred = config.qos.wred_profiles.get(entry.wred_profile) if entry and \
@@ -421,8 +448,8 @@ def cnp_queue(lab: Lab) -> Iterator[Finding]:
     nor starved behind it. A queue of their own that PFC never stops serves them in time,
     strict or not."""
     s = lab.settings
-    for _, config in lab.switches():
-        for port in qos_ports(config):
+    for node, config in lab.switches():
+        for port in lab.qos_ports(node, config):
             yield from _cnp_on_port(config, port, s)
 
 
@@ -506,8 +533,8 @@ def _scheduler(config: SwitchConfig, port: str, queue: int):
 def pfcwd_coverage(lab: Lab) -> Iterator[Finding]:
     """A port that honours PFC can be frozen by a storming neighbour: the watchdog is what
     breaks the storm (and a deadlock)."""
-    for _, config in lab.switches():
-        for port in qos_ports(config):
+    for node, config in lab.switches():
+        for port in lab.qos_ports(node, config):
             enabled, _ = port_setting(config.qos, port, "pfc_enable")
             if not enabled:
                 continue
