@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..fabric.qos import pauses_sender, tc_of_dscp
+from ..labs.lab import Lab
 from ..labs.topology import Topology
 
 HOSTS = "hosts"
@@ -52,3 +54,27 @@ def port_roles(topology: Topology,
                 faces = HOSTS if peer.node not in tier else f"T{tier[peer.node]}"
                 roles[switch.name, port] = f"T{tier[switch.name]} toward {faces}"
     return roles
+
+
+def by_design(lab: Lab, dscp: int) -> Callable[[str, str], bool]:
+    """Whether a hop (switch, iface) is held to the class marked ``dscp``: only where some
+    switch keeps that class lossless on the port's role."""
+    kept = lossless_roles(lab, dscp)
+    roles = port_roles(lab.topology, lab.topology.port)
+    return lambda switch, iface: roles.get((switch, lab.topology.port(switch, iface))) in kept
+
+
+def host_dscps(lab: Lab) -> set[int]:
+    """The DSCPs the lab's hosts mark RoCE with (their NIC files)."""
+    return {h.nic.roce.dscp for h in lab.topology.hosts if h.nic is not None}
+
+
+def lossless_roles(lab: Lab, dscp: int) -> set[str]:
+    """The port roles (``checks.port_roles``) on which some switch keeps RoCEv2 marked
+    ``dscp`` lossless: its PG there can pause the sender."""
+    out = set()
+    for (switch, port), role in port_roles(lab.topology, lab.topology.port).items():
+        config = lab.topology.nodes[switch].config
+        if pauses_sender(config, port, tc_of_dscp(config, port, dscp)[0]):
+            out.add(role)
+    return out
