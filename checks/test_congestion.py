@@ -285,7 +285,9 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
                              else link.b.iface)
     wd = switch.config.qos.pfc_wd.get(port)
     if wd is None:
-        pytest.skip(f"{incast.switch} {port} has no PFC_WD entry")
+        pytest.fail(f"{incast.switch} {port} pauses on priority {incast.priority} but has no "
+                    "PFC_WD entry: a storm from its neighbour would stop the port for good "
+                    "(nothing detects it); give the port a PFC watchdog")
     poll = switch.config.qos.pfc_wd_poll_interval_ms / 1000
     flows = [patterns.FlowSpec(source, stormer, 1 << 21, 4)]  # ~2 s at line rate
     # the storm, captured as the switch gets it

@@ -15,7 +15,8 @@ import pytest
 from rocelab.checks import roce
 from rocelab.checks.port_roles import by_design, host_dscps
 from rocelab.labs import domains as l2
-from rocelab.fabric.qos import bound, pauses_sender, pg_of_tc, port_setting, queue_of_tc
+from rocelab.fabric.model.egress import queue_priorities
+from rocelab.fabric.qos import bound, pauses_sender, pg_of_tc, port_setting
 from rocelab.nic.settings import RoceSettings
 from rocelab.traffic.patterns import nic_settings
 from rocelab.traffic.probe import ProbeResult, probe
@@ -291,11 +292,13 @@ def target(lab, sender: str, *, other_subnet: bool) -> str | None:
 
 
 def lossless_queues(lab, switch: str, iface: str) -> set[int]:
-    """The queues of the port on ``iface`` that carry a lossless TC (PFC on it) of
-    ``switch``."""
+    """The queues of the port on ``iface`` of ``switch`` that obey PFC: a pause of a
+    priority ``pfc_enable`` turns on stops them (``pfc_to_queue_map``, as the switch model
+    reads it). A lossless TC sent to any other queue is never paused there."""
     config, name = lab.topology.nodes[switch].config, lab.topology.port(switch, iface)
     enabled, _ = port_setting(config.qos, name, "pfc_enable")
-    return {queue_of_tc(config, name, tc)[0] for tc in enabled}
+    return {queue for queue, priorities in enumerate(queue_priorities(config.qos, name))
+            if enabled & set(priorities)}
 
 
 def lossless_pgs(lab, switch: str, iface: str) -> set[int]:

@@ -138,21 +138,18 @@ def test_the_classification_check_fails_naming_the_switch(baselines, tmp_path, n
         (defect, {n: (c["outcome"], c["reason"]) for n, c in got.items()})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the classification check takes a queue a lossless TC maps to as lossless "
-    "(lossless_queues); it does not ask whether a pause for the priority stops that queue "
-    "(MAP_PFC_PRIORITY_TO_QUEUE), which lint's lossless-chain does"))
 def test_the_classification_check_fails_on_a_lossless_tc_in_a_lossy_queue(tmp_path):
+    """A pause of the RoCE priority stops another queue (MAP_PFC_PRIORITY_TO_QUEUE) than the
+    one its TC is sent to: that queue is never paused."""
     clab = copy_lab(tmp_path, SHIPPED)
     t = mutations.seed(clab, "tc-to-lossy-queue")
     got = outcomes(clab, roce_cases(t), tmp_path / "results")
     assert any(c["outcome"] == "failed" and t.switch in c["reason"] for c in got.values()), got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "test_pfc_storm_watchdog skips a stormed port without PFC_WD instead of failing: a storm "
-    "there pauses the port forever"))
 def test_the_storm_check_fails_without_a_watchdog(tmp_path):
+    """A storm on a port that pauses and has no watchdog stops it for good: a FAIL, not a
+    SKIP."""
     clab = copy_lab(tmp_path, SHIPPED)
     mutations.seed(clab, "no-watchdog")
     got = outcomes(clab, STORM, tmp_path / "results")
