@@ -30,11 +30,13 @@ from . import plots
 from .deadlock import fabric_wall
 from .thresholds import egress_fill, ingress_fill
 from ..fabric import afpacket
+from ..fabric.buffermgrd import pinned
 from ..fabric.client import MIN_FRAMES_FOR_P99, fidelity
 from ..fabric.config import SwitchConfig
 from ..fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
 from ..labs import lock
 from ..labs.lab import Lab
+from ..labs.topology import Topology
 from ..nic.settings import NicSettings
 from ..traffic import patterns
 from ..nic.roce import PFC_DST
@@ -392,11 +394,17 @@ def draw(run: Run, incast: Incast) -> list[Path]:
 # --------------------------------------------------------------------------- lab variants
 
 
-def edit_configs(clab: Path, edit: Callable[[dict], None]) -> None:
-    for config in sorted((clab.parent / "configs").glob("*/config_db.json")):
-        data = json.loads(config.read_text())
+def edit_configs(clab: Path, edit: Callable[[dict], None], topology: Topology) -> None:
+    """``edit`` applied to each switch's config_db.json in the copy ``clab`` of
+    ``topology``, after the lossless PGs buffermgrd made at boot are written into it
+    (``fabric.buffermgrd.pinned``): the edit sees the config the switch runs."""
+    for node in topology.switches:
+        path = clab.parent / node.config_path.relative_to(topology.path.parent)
+        data = json.loads(path.read_text())
+        if node.config is not None:
+            pinned(data, node.config)
         edit(data)
-        config.write_text(json.dumps(data, indent=2) + "\n")
+        path.write_text(json.dumps(data, indent=2) + "\n")
 
 
 def variant_name(lab: str, suffix: str) -> str:
@@ -428,7 +436,7 @@ def variant(lab: Lab, suffix: str, folder: Path, edit: Callable[[dict], None]) -
         doc["name"] = name
         clab = copy / f"{name}.clab.yml"
         clab.write_text(yaml.safe_dump(doc, sort_keys=False))
-        edit_configs(clab, edit)
+        edit_configs(clab, edit, lab.topology)
         other = lab.variant(str(clab))
         try:
             yield other

@@ -191,3 +191,23 @@ def _source(config: SwitchConfig, port: str, lookup: PgLookup) -> str:
     if name in config.qos.buffer_profiles:
         return f"BUFFER_PROFILE|{name} of the config"
     return lookup.rows[(speed, cable)].describe(lookup.path)
+
+
+def pinned(data: dict, config: SwitchConfig) -> None:
+    """Write the PGs buffermgrd made at boot for ``config`` into its config_db.json
+    ``data``, as SONiC's buffermgrd writes them into CONFIG_DB: the config the switch runs
+    after boot, for an edit that must reach those PGs too (a variant lab's smaller
+    headroom). A profile of the same name already there is kept, as buffermgrd keeps it."""
+    profiles = data.setdefault("BUFFER_PROFILE", {})
+    pgs = data.setdefault("BUFFER_PG", {})
+    for made in config.derived_pgs:
+        if made.profile is None:
+            continue
+        profile = config.qos.buffer_profiles[made.profile]
+        profiles.setdefault(profile.name, {
+            field: str(value) for field, value in (
+                ("pool", profile.pool), ("size", profile.size), ("xon", profile.xon),
+                ("xoff", profile.xoff), ("dynamic_th", profile.dynamic_th),
+                ("static_th", profile.static_th), ("xon_offset", profile.xon_offset))
+            if value is not None})
+        pgs[made.key] = {"profile": profile.name}

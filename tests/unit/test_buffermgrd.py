@@ -12,7 +12,7 @@ import pytest
 
 from rocelab.checks.lint import lint, load_lab
 from rocelab.fabric.agent import main as agent_main
-from rocelab.fabric.buffermgrd import read_lookup
+from rocelab.fabric.buffermgrd import pinned, read_lookup
 from rocelab.fabric.config import BufferProfile, ConfigError, DerivedPgs
 from rocelab.fabric.config_load import load, parse
 from rocelab.fabric.model import Switch
@@ -115,6 +115,23 @@ def test_buffermgrd_makes_the_lossless_pgs_from_the_lookup_row(tmp_path):
     # no shared headroom pool: the PG reserves size, of which xoff is its headroom
     assert (pg.lossless, pg.priorities, pg.reserved, pg.headroom) == (
         True, (LOSSLESS[0],), row.size - row.xoff, row.xoff)
+
+
+def test_pinned_writes_what_buffermgrd_made_into_the_config_as_it_runs(tmp_path):
+    """A variant lab edits the config its switch runs after boot: the derived PGs, written
+    in, load to the same buffers with nothing left to derive, and an edit reaches them."""
+    table = lookup(tmp_path, SPECTRUM_LOOKUP.text)
+    data = traditional()
+    booted = parse(data, "trad/config_db.json", lookup=table)
+    pinned(data, booted)
+    again = parse(data, "trad/config_db.json", lookup=table)
+    assert again.qos.buffer_pg == booted.qos.buffer_pg
+    assert again.qos.buffer_profiles == booted.qos.buffer_profiles
+    assert all(d.profile is None or d.key not in {m.key for m in again.derived_pgs}
+               for d in booted.derived_pgs)
+    name = booted.derived_pgs[0].profile
+    data["BUFFER_PROFILE"][name]["xoff"] = "1024"
+    assert parse(data, "trad/config_db.json", lookup=table).qos.buffer_profiles[name].xoff == 1024
 
 
 def test_without_a_row_the_pgs_stay_lossy_and_say_why(tmp_path):
