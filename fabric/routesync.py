@@ -7,8 +7,9 @@ zebra installs its selected routes in the kernel's main table (plain multipath r
 notifications on a netlink socket it polls from its own event loop (non-blocking, no
 thread), decodes them with pyroute2, and hands each batch to ``Switch.update_routes``:
 a new prefix or a changed next-hop set (NLM_F_REPLACE, carrying the full new set) installs,
-RTM_DELROUTE withdraws. Each next hop's kernel interface maps to the switch's: ``ethN`` to
-``Ethernet4*(N-1)``, a ``VlanN`` stub to the SVI. The kernel's own connected routes
+RTM_DELROUTE withdraws. Each next hop's kernel interface maps to the switch's: a wire
+``ethN`` to the PORT entry the switch's port map gives it (``fabric.portmap``), a ``VlanN``
+stub to the SVI. The kernel's own connected routes
 (proto kernel: subnets, fe80::/64) and link-local or multicast destinations are skipped:
 the switch has those from its config. A lost notification (ENOBUFS: the socket overflowed)
 triggers a full re-read of the table.
