@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from .config import BufferProfile, ConfigError, DerivedPgs, SwitchConfig
 from .qos import bound
-from .userinput import MAX_INT_DIGITS, brief
+from .userinput import MAX_INT_DIGITS, brief, read_text
 
 LOOKUP_POOL = "ingress_lossless_pool"  # buffermgrd's INGRESS_LOSSLESS_PG_POOL_NAME
 _COLUMNS = ("speed", "cable", "size", "xon", "xoff", "threshold", "xon_offset")
@@ -70,13 +70,7 @@ def read_lookup(path: str | os.PathLike[str]) -> PgLookup:
     """Read pg_profile_lookup.ini; a malformed line is one ConfigError naming the file, the
     line and the column."""
     name = os.fspath(path)
-    try:
-        with open(name, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise ConfigError(f"{name}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{name}: not UTF-8 text") from None
+    text = read_text(name, ConfigError)
     rows: dict[tuple[int, int], LookupRow] = {}
     for number, line in enumerate(text.splitlines(), 1):
         words = line.split()

@@ -20,7 +20,7 @@ from .config_draft import Draft
 from .config_tables import TABLES
 from .tables import (NOT_EMULATED, UNEMULATED_LABEL, UnemulatedPolicy, not_emulated_reason,
                      refused_reason)
-from .userinput import MAX_KEY_SHOWN, JsonError, brief, decode_json, shown_key
+from .userinput import MAX_KEY_SHOWN, JsonError, brief, decode_json, read_text, shown_key
 
 # parse() walks the tables in dependency order (PORT before anything naming a port, maps
 # before PORT_QOS_MAP, ...), so every entry can check its references against what is
@@ -34,13 +34,7 @@ def load(path: str | os.PathLike[str], unemulated: UnemulatedPolicy = "refuse",
     the platform's pg_profile_lookup.ini, from which the lossless PGs the config leaves out
     are made as buffermgrd makes them at boot (``fabric.buffermgrd``)."""
     name = os.fspath(path)
-    try:
-        with open(name, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise ConfigError(f"{name}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{name}: invalid JSON: not UTF-8 text") from None
+    text = read_text(name, ConfigError, "invalid JSON: not UTF-8 text")
     try:
         data = decode_json(text, name)
     except JsonError as e:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import reprlib
 from typing import Any
 
@@ -17,6 +18,20 @@ from typing import Any
 MAX_INT_DIGITS = 30
 MAX_KEY_SHOWN = 80  # a key longer than this is cut in messages, which stay one short line
 MAX_SHOWN = 100  # characters of a quoted value in a message
+
+
+def read_text(path: str | os.PathLike[str], error: type[ValueError],
+              undecodable: str = "not UTF-8 text") -> str:
+    """A file a user wrote, as UTF-8 text: a missing or unreadable file, or one that is not
+    UTF-8 (``undecodable`` says so), is one ``error`` line naming it."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise error(f"{name}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise error(f"{name}: {undecodable}") from None
 
 
 class JsonError(ValueError):
