@@ -27,7 +27,8 @@ from .classes import RoceClass, expectations
 from .port_roles import port_roles
 from .thresholds import xoff_trigger
 from ..nic.settings import NicSettings
-from ..labs.topology import PG_LOOKUP_TARGET, Node, Topology
+from ..fabric.buffermgrd import PG_LOOKUP_TARGET
+from ..labs.topology import Node, Topology
 from ..labs.topology import load as load_topology
 
 Severity = Literal["error", "warning", "info"]

@@ -35,6 +35,10 @@ from .config import BufferProfile, ConfigError, DerivedPgs, SwitchConfig
 from .qos import bound
 from .userinput import MAX_INT_DIGITS, brief, read_text
 
+# Where a SONiC image has its platform's PG lookup table, read at boot: a switch node that
+# binds its file there gets its lossless PGs derived from it.
+PG_LOOKUP_TARGET = "/usr/share/sonic/hwsku/pg_profile_lookup.ini"
+
 LOOKUP_POOL = "ingress_lossless_pool"  # buffermgrd's INGRESS_LOSSLESS_PG_POOL_NAME
 _COLUMNS = ("speed", "cable", "size", "xon", "xoff", "threshold", "xon_offset")
 

@@ -18,6 +18,7 @@ from ..fabric import tables
 from ..fabric.config import (DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, ConfigError,
                              SwitchConfig)
 from ..fabric.config_load import load as load_switch_config
+from ..fabric.buffermgrd import PG_LOOKUP_TARGET
 from ..fabric.portmap import LANEMAP_TARGET, Lanes, PortMap, PortMapError, read_lanemap
 from ..fabric.model.pause import MIN_REFRESHABLE_PAUSE_S, min_refreshable_scale
 from ..fabric.userinput import brief
@@ -41,9 +42,6 @@ SONIC_CONFIG_TARGET = "/etc/sonic/config_db.json"  # where SONiC and the rocelab
 # Where docker-sonic-vs's start.sh copies it from (a bind at SONIC_CONFIG_TARGET breaks start.sh)
 SONIC_STAGED_CONFIG = "/var/sonic/config_db.json"
 SONIC_CONFIG_BINDS = (SONIC_STAGED_CONFIG, SONIC_CONFIG_TARGET)  # targets naming the config
-# Where a SONiC image has its platform's PG lookup table, which buffermgrd reads at boot
-# (fabric.buffermgrd): a switch that binds one there gets its lossless PGs derived from it.
-PG_LOOKUP_TARGET = "/usr/share/sonic/hwsku/pg_profile_lookup.ini"
 DEFAULT_MTU = 9500  # containerlab's veth default
 # Files a node reads (binds, startup-config, rocelab.nic) stay inside the topology's folder
 # unless this node label (lab-wide in topology.defaults.labels) says "true": a clab file

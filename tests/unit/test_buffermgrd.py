@@ -22,7 +22,8 @@ from rocelab.labs import state as states
 from rocelab.labs import topology
 from rocelab.labs.runtimes.netns import agent_argv
 from rocelab.labs.state import LabState
-from rocelab.labs.topology import PG_LOOKUP_TARGET, TopologyError, table_notes
+from rocelab.fabric.buffermgrd import PG_LOOKUP_TARGET
+from rocelab.labs.topology import TopologyError, table_notes
 from tests.platform_configs import (LOSSLESS, MAP, SHARED_HEADROOM_LOOKUP, SPECTRUM_LOOKUP,
                                     TRADITIONAL_PORTS, VOQ_LOOKUP, VOQ_PORTS, Lookup,
                                     traditional, voq_line_card)
