@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
+from .errors import LabError
 from .records import LinkStatus, NodeStatus, Ping
 from .topology import Topology
 
@@ -157,6 +158,9 @@ class NodeHandle:
     """One node of a lab, to run things in: ``lab.node("h1").exec(["ip", "-j", "addr"])``."""
 
     def __init__(self, lab: Lab, name: str) -> None:
+        if name not in lab.topology.nodes:
+            raise LabError(f"lab {lab.name} has no node {name!r} "
+                           f"(nodes: {', '.join(lab.topology.nodes)})")
         self.lab = lab
         self.name = name
 

@@ -149,9 +149,6 @@ class SimLab(SimHosts):
     # --- hosts ----------------------------------------------------------------------------
 
     def node(self, name: str) -> NodeHandle:
-        if name not in self.topology.nodes:
-            raise LabError(f"lab {self.name} has no node {name!r} "
-                           f"(nodes: {', '.join(self.topology.nodes)})")
         return NodeHandle(self, name)
 
     def exec(self, node: str, argv: list[str], timeout: float | None = None):
