@@ -88,6 +88,10 @@ class Lab:
             self.wires[name] = wire_ports(config, self.topology.interfaces(name),
                                           self.topology.nodes[name].lanemap)
 
+    def port(self, node: str, iface: str) -> str | None:
+        """The PORT entry on a switch's wire (None: none answers it, or no config loaded)."""
+        return self.wires.get(node, {}).get(iface)
+
     def qos_ports(self, node: str, config: SwitchConfig) -> list[str]:
         """The switch's QoS ports that a wire of the lab uses: the ports its traffic crosses.
         A real platform's config often leaves its unused ports lossy; that is no finding
@@ -149,7 +153,7 @@ def lossless_chain(lab: Lab) -> Iterator[Finding]:
     """DSCP -> TC -> PG (PFC on, lossless buffer) and TC -> queue (ECN on), and the same PCP
     to the same TC for RoCEv1: the first broken hop puts RoCE in a lossy place."""
     hosts_class = lab.settings.classes[0]
-    roles = port_roles(lab.topology, lambda node, iface: lab.wires.get(node, {}).get(iface))
+    roles = port_roles(lab.topology, lab.port)
     for c in lab.settings.classes:
         s = lab.settings.one(c)
         broken, holds = [], set()
@@ -562,7 +566,7 @@ def consistency(lab: Lab) -> Iterator[Finding]:
     with a different DSCP -> TC or lossless priority breaks it in the middle. Agreement is
     per port role (``checks.port_roles``): uplinks and downlinks may use different maps by
     design, as long as each role's are the same on every switch."""
-    roles = port_roles(lab.topology, lambda node, iface: lab.wires.get(node, {}).get(iface))
+    roles = port_roles(lab.topology, lab.port)
     seen: dict[tuple[str, str], tuple[str, str]] = {}  # (role, fact) -> (file, value) first
     for node, config in lab.switches():
         for role, fact, value, where in _class_facts(node, config, lab.settings, roles):
