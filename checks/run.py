@@ -146,24 +146,32 @@ def _pytest(argv: list[str], say: Callable[[str], None]) -> int:
     wait for it. The first SIGINT, SIGTERM or SIGHUP is forwarded as SIGINT, which pytest
     turns into a clean stop: its teardown runs and its summary is written. Interrupted is
     raised once pytest has exited, so the caller's cleanup runs after pytest's."""
-    proc = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
     received: list[int] = []
+    started: list[subprocess.Popen] = []
 
     class Forwarded(Exception):
         """Breaks the wait so that the teardown's deadline starts."""
 
     def forward(signum: int, frame) -> None:
         received.append(signum)
-        if len(received) == 1:
-            proc.send_signal(signal.SIGINT)
+        if len(received) == 1 and started:
+            started[0].send_signal(signal.SIGINT)
             raise Forwarded
-        say(f"{signal.Signals(signum).name}: still waiting for the checks' teardown "
-            f"(pid {proc.pid})")
+        if len(received) > 1:
+            say(f"{signal.Signals(signum).name}: still waiting for the checks' teardown")
 
+    # Our handlers go in before pytest starts: a child inherits an ignored SIGINT (as a
+    # script's background job gets it) but not a caught one, and pytest ignoring SIGINT
+    # would turn the forwarded stop into a kill at the deadline.
     main = threading.current_thread() is threading.main_thread()
     old = {s: signal.signal(s, here_only(forward)) for s in ALL} if main else {}
     deadline = None
     try:
+        proc = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
+        started.append(proc)
+        if received:  # arrived while pytest was starting
+            proc.send_signal(signal.SIGINT)
+            deadline = time.monotonic() + TEARDOWN_TIMEOUT_S
         while True:
             try:
                 code = proc.wait(None if deadline is None

@@ -81,6 +81,7 @@ def test_first():
     pass
 
 def test_interrupted():
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even where it starts ignored
     os.kill(os.getpid(), signal.SIGINT)
 
 def test_never_runs():
@@ -114,8 +115,10 @@ except KeyboardInterrupt:
     sys.exit(2)
 """
 RUNNER = """
-import sys
+import signal, sys
 from rocelab.checks.run import _pytest
+if sys.argv[2] == "ignored":  # as a script's background job starts: pytest must not inherit it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 from rocelab.labs.interrupt import Interrupted
 try:
     _pytest([sys.executable, "-c", sys.argv[1]], lambda line: print(line, flush=True))
@@ -124,11 +127,12 @@ except Interrupted as e:
 """
 
 
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_a_signal_is_forwarded_once_and_the_teardown_awaited(sig):
+def test_a_signal_is_forwarded_once_and_the_teardown_awaited(sig, sigint):
     # the stand-in pytest's teardown speaks on stderr, the runner on stdout: two processes
     # writing one pipe would interleave their lines in any order
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, FAKE_PYTEST], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, FAKE_PYTEST, sigint], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.stdout.readline() == "ready\n"
