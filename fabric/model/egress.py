@@ -27,6 +27,8 @@ from .watchdog import QueueWatchdog, WatchdogEvent
 from .wred import DROP, MARK, NOT_ECT, Wred, ecn_field, mark_ce
 from ..qos import bound, port_setting
 
+INF = float("inf")
+
 # Egress drop reasons (counted on the egress port, apart from the ingress dispositions).
 WRED_DROP = "wred"
 PFC_WD_DROP = "pfc_wd"
@@ -46,7 +48,7 @@ class EgressPort:
 
     __slots__ = ("name", "rate_bps", "pause", "scheduler", "wred", "watchdogs", "_prios",
                  "_watchdog_of", "_queues", "ecn_marked", "dropped", "rand", "mark_at_dequeue",
-                 "buffers")
+                 "buffers", "tx_enabled")
 
     def __init__(self, qos: Qos, port: Port, time_scale: float | None,
                  rand: Callable[[], float], mark_at_dequeue: bool = True,
@@ -56,6 +58,7 @@ class EgressPort:
         (``watchdog``'s profiles); ``mark_at_dequeue``: where WRED marks (module docstring);
         ``pools``: the switch's egress pools, which the BUFFER_QUEUE limits draw on."""
         self.name = port.name
+        self.tx_enabled = True  # SAI_PORT_ATTR_PKT_TX_ENABLE: False holds every queue
         self.rate_bps = (float("inf") if time_scale is None
                          else wire_rate_bps(port.speed_mbps, time_scale))
         self.pause = PauseState(self.rate_bps)
@@ -88,7 +91,10 @@ class EgressPort:
                                      egress_pools(qos) if pools is None else pools)
 
     def gate(self, queue: int) -> float:
-        """Until when the pauses received on this port hold ``queue`` (the scheduler's gate)."""
+        """Until when the pauses received on this port hold ``queue`` (the scheduler's gate);
+        for ever while the port's TX is disabled."""
+        if not self.tx_enabled:
+            return INF
         ends, until = self.pause.ends, 0.0
         for priority in self._prios[queue]:
             if ends[priority] > until:

@@ -310,9 +310,10 @@ class Switch:
         return frame
 
     def next_send_time(self, port: str) -> float | None:
-        """When ``port`` can send its next frame (None: nothing queued). A paused queue
-        counts from the end of its pause."""
-        return self._ports[port].egress.scheduler.next_send_time()
+        """When ``port`` can send its next frame (None: nothing queued, or its TX is
+        disabled). A paused queue counts from the end of its pause."""
+        egress = self._ports[port].egress
+        return egress.scheduler.next_send_time() if egress.tx_enabled else None
 
     def backlogged(self) -> list[str]:
         """The ports with frames queued (the only ones worth a ``next_send_time``)."""
@@ -351,6 +352,19 @@ class Switch:
             self._buffers.clear_watermarks()
         else:
             raise ValueError(f"watermark kind {kind!r} is not queue or pg")
+
+    def set_tx_enabled(self, port: str, enabled: bool) -> None:
+        """SAI's ``PKT_TX_ENABLE``, as sonic-mgmt's QoS tests use it: a port with TX disabled
+        keeps its link and receives, but holds every frame for it in its egress queues
+        (charged to their buffers) until TX is enabled again; nothing cuts through. Needs
+        a paced switch: at an infinite rate nothing ever waits."""
+        if not self._paced:
+            raise ValueError(f"{self.hostname}: disabling TX needs a paced switch "
+                             "(a time_scale)")
+        egress = self._port(port, "set_tx_enabled").egress
+        egress.tx_enabled = enabled
+        if enabled and egress.scheduler.packets:
+            self._touched.add(port)
 
     def set_port_up(self, port: str, up: bool) -> None:
         """Admin (or link) state change: a down port neither receives nor transmits, its

@@ -1,0 +1,202 @@
+"""One switch of a lab as sonic-mgmt's PTF harness sees its DUT: ports to send frames into,
+TX to disable and enable, SAI-style counters to read, in virtual time.
+
+sonic-mgmt's QoS tests stop an egress port (``sai_thrift_port_tx_disable``), send N packets
+of one DSCP from one PTF port, and read counter deltas; nothing in them is timed. Here the
+DUT is the switch model itself (``fabric.model.switch.Switch``, the one every runtime
+runs), built from the lab's config_db.json and paced at the ports' real speeds on a clock
+this module advances, so the same method gives exact counts.
+
+Each wired port gets a PTF neighbour: a MAC and, where the port routes (INTERFACE) or its
+VLAN has an SVI, an IPv4 address in that subnet, taught to the switch as PTF's setup does
+(an ARP request from the neighbour, answered before any TX is disabled). ``packet`` builds
+the frame the switch forwards from one neighbour to another: bridged within a VLAN,
+otherwise routed to the router MAC, tagged where the port is a tagged member.
+"""
+from __future__ import annotations
+
+import random
+from itertools import islice
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address, IPv4Interface
+
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import ARP, Dot1Q, Ether
+from scapy.packet import Raw
+
+from ...fabric.config import SwitchConfig
+from ...fabric.model.frames import mac_text, pfc_frame
+from ...fabric.model.switch import Switch
+from ...labs.topology import Node
+
+ROCEV2_PORT = 4791  # the packets are RoCEv2-shaped (UDP 4791), as a RoCE fabric carries
+MIN_FRAME = 64  # bytes, with the FCS: what PTF's 64 B packets are on the wire
+PAUSE_QUANTUM_BITS = 512
+
+
+class DutError(ValueError):
+    """The lab has no way to run a case on this switch (e.g. a port nothing can reach)."""
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """The PTF port behind one switch port: what frames from and to it carry."""
+
+    port: str
+    mac: str
+    ip: IPv4Address | None  # None: a switched port in a VLAN without an SVI
+    vlan: int | None  # the VID its frames carry (tagged member), else None
+    vlan_name: str | None  # the VLAN the port is a member of, if switched
+
+
+@dataclass
+class Capture:
+    """Frames the switch put on one port's wire, in order, with their virtual time."""
+
+    frames: list[tuple[float, bytes]] = field(default_factory=list)
+
+
+class Dut:
+    """A lab switch under test: ``send``, ``run``, ``set_tx``, ``read``."""
+
+    def __init__(self, node: Node, seed: int = 0) -> None:
+        if node.config is None or node.ports is None:
+            raise DutError(f"{node.name}: no config_db.json")
+        self.name = node.name
+        self.config: SwitchConfig = node.config
+        self.switch = Switch(self.config, time_scale=1.0,
+                             rand=random.Random(seed).random)
+        self.now = 0.0
+        self.ports = list(node.ports.ports.values())  # the lab's wired ports, wiring order
+        self.captures: dict[str, Capture] = {port: Capture() for port in self.ports}
+        self.neighbours = {port: self._neighbour(port, n)
+                           for n, port in enumerate(self.ports, 1)}
+        for neighbour in self.neighbours.values():
+            self._introduce(neighbour)
+        self.run(self.now + 0.001)
+        for capture in self.captures.values():
+            capture.frames.clear()
+
+    # --- the PTF side -----------------------------------------------------------------
+
+    def packet(self, src: str, dst: str, dscp: int, size: int = MIN_FRAME, ecn: int = 0,
+               pcp: int | None = None, ident: int = 0) -> bytes:
+        """One frame into ``src`` that the switch forwards to ``dst``'s neighbour, ``size``
+        bytes on the wire with FCS (the switch model is handed frames without it: ``size``
+        - 4 bytes). ``pcp``: the 802.1Q priority (a priority-tagged frame where the port is
+        untagged); ``ident``: the IP id, to tell packets apart in a capture."""
+        a, b = self.neighbours[src], self.neighbours[dst]
+        bridged = a.vlan_name is not None and a.vlan_name == b.vlan_name
+        if not bridged and (a.ip is None or b.ip is None):
+            raise DutError(f"{self.name}: no route from {src} to {dst} (a VLAN without an "
+                           "SVI on the way)")
+        eth = Ether(src=a.mac, dst=b.mac if bridged else self.config.mac)
+        if a.vlan is not None or pcp is not None:
+            eth = eth / Dot1Q(vlan=a.vlan or 0, prio=pcp or 0)
+        src_ip = str(a.ip) if a.ip else "192.0.2.1"
+        dst_ip = str(b.ip) if b.ip else "192.0.2.2"
+        pkt = eth / IP(src=src_ip, dst=dst_ip, tos=(dscp << 2) | ecn, ttl=64, id=ident) \
+            / UDP(sport=49152, dport=ROCEV2_PORT)
+        pad = size - 4 - len(pkt)
+        if pad < 0:
+            raise DutError(f"a {size} B frame cannot hold the headers ({len(pkt) + 4} B)")
+        return bytes(pkt / Raw(bytes(pad)))
+
+    def send(self, port: str, frame: bytes, count: int = 1) -> None:
+        """``count`` copies of ``frame`` arrive on ``port`` back to back at its line rate;
+        timers and enabled ports run as the clock passes."""
+        gap = (len(frame) + 24) * 8 / self._speed_bps(port)  # + FCS, preamble, IFG
+        for _ in range(count):
+            self._emit(self.switch.receive(port, frame, self.now))
+            self.run(self.now + gap)
+
+    def storm(self, port: str, priorities: tuple[int, ...], seconds: float,
+              quanta: int = 0xFFFF) -> None:
+        """A PFC storm into ``port`` (the PTF's fanout pausing the switch): frames pausing
+        ``priorities`` for ``quanta`` each, sent every half pause, for ``seconds``."""
+        frame = pfc_frame(bytes(6), {p: quanta for p in priorities})
+        interval = quanta * PAUSE_QUANTUM_BITS / self._speed_bps(port) / 2
+        end = self.now + seconds
+        while self.now < end:
+            self._emit(self.switch.receive(port, frame, self.now))
+            self.run(min(end, self.now + interval))
+
+    def set_tx(self, port: str, enabled: bool) -> None:
+        self.switch.set_tx_enabled(port, enabled)
+
+    def run(self, until: float) -> None:
+        """Advance the clock to ``until``: every due timer (PFC refresh, watchdog poll, ARP)
+        and every frame an enabled port can send, in time order."""
+        switch = self.switch
+        while True:
+            due, port = switch.next_timer(), None
+            for name in switch.backlogged():
+                at = switch.next_send_time(name)
+                if at is not None and (due is None or at < due):
+                    due, port = at, name
+            if due is None or due > until:
+                break
+            self.now = max(self.now, due)
+            if port is None:
+                self._emit(switch.tick(self.now))
+                continue
+            while (frame := switch.dequeue(port, self.now)) is not None:
+                self.captures[port].frames.append((self.now, frame))
+            self._emit(switch.take_control())
+        self.now = max(self.now, until)
+
+    def read(self) -> dict:
+        """The switch's counters now (``fabric.model.counters``), ports by SONiC name."""
+        return self.switch.counters()
+
+    # --- setup ------------------------------------------------------------------------
+
+    def _emit(self, out: list[tuple[str, bytes]]) -> None:
+        for port, frame in out:
+            if port in self.captures:
+                self.captures[port].frames.append((self.now, frame))
+
+    def _speed_bps(self, port: str) -> float:
+        return self.config.ports[port].speed_mbps * 1e6
+
+    def _neighbour(self, port: str, n: int) -> Neighbour:
+        mac = mac_text(bytes([0x02, 0x50, 0x54, 0x46, n >> 8, n & 0xFF]))  # "PTF"
+        vlan = next((v for v in self.config.vlans.values() if port in v.members), None)
+        if vlan is not None:
+            tagged = vlan.members[port] == "tagged"
+            ip = _another_host(vlan.addresses, n)
+            return Neighbour(port, mac, ip, vlan.vid if tagged else None, vlan.name)
+        ip = _another_host(self.config.interfaces.get(port, ()), 1)
+        return Neighbour(port, mac, ip, None, None)
+
+    def _introduce(self, neighbour: Neighbour) -> None:
+        """The neighbour announces itself: an ARP request for the switch's address (its
+        MAC learnt on the port, its address in the ARP table) or, without an address, any
+        frame from it (FDB learning)."""
+        eth = Ether(src=neighbour.mac, dst="ff:ff:ff:ff:ff:ff")
+        if neighbour.vlan is not None:
+            eth = eth / Dot1Q(vlan=neighbour.vlan)
+        if neighbour.ip is not None:
+            ours = self._switch_ip(neighbour)
+            frame = eth / ARP(op=1, hwsrc=neighbour.mac, psrc=str(neighbour.ip),
+                              pdst=str(ours))
+        else:
+            frame = eth / IP(src="192.0.2.1", dst="192.0.2.255") / UDP(dport=9)
+        self._emit(self.switch.receive(neighbour.port, bytes(frame), self.now))
+
+    def _switch_ip(self, neighbour: Neighbour) -> IPv4Address:
+        addresses = (self.config.vlans[neighbour.vlan_name].addresses
+                     if neighbour.vlan_name else self.config.interfaces[neighbour.port])
+        return next(a.ip for a in addresses
+                    if isinstance(a, IPv4Interface) and neighbour.ip in a.network)
+
+
+def _another_host(addresses, n: int) -> IPv4Address | None:
+    """The ``n``-th address of the first IPv4 subnet in ``addresses`` that is not the
+    switch's own (a /31's other end), None when there is no IPv4 subnet."""
+    for iface in addresses:
+        if isinstance(iface, IPv4Interface):
+            hosts = iface.network.hosts() if iface.network.prefixlen < 31 else iface.network
+            others = (h for h in hosts if h != iface.ip)
+            return next(islice(others, n - 1, None), None)
+    return None
