@@ -35,6 +35,7 @@ from rocelab.labs.topology import table_notes
 from rocelab.labs import state as states
 from rocelab.labs import topology
 from rocelab.labs.topology import Topology
+from rocelab.checks.run import SONIC_MGMT_DIR, SUITES
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rocelab checks")
@@ -46,9 +47,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--time-scale", default=1.0, type=float, metavar="S",
                     help="sim only: the time scale S (1: real line rate)")
     group.addoption("--seed", default=0, type=int, help="sim only: the run's seed")
+    group.addoption("--suite", default="rocelab", choices=SUITES,
+                    help="rocelab: the project's checks; sonic-mgmt: sonic-mgmt's QoS, PFC "
+                         "watchdog and snappi cases on the lab's switches, in virtual time")
     group.addoption("--jitter-ns", default=0.0, type=float, metavar="NS",
                     help="sim only: mean timing jitter per frame per hop, fabric ns "
                          "(0: exact clocks; docs/runtimes.md)")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The sonic-mgmt suite's folder is collected only when that suite is asked for."""
+    if collection_path.name == SONIC_MGMT_DIR and config.getoption("suite") != "sonic-mgmt":
+        return True
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -23,7 +23,8 @@ carries the property ``outcome`` = ``error`` and an ``<error>`` element where py
 
 Checks attach evidence with ``record_evidence(item_or_request, path)``, or a whole folder
 with ``record_evidence_dir``; a PNG to show in the report with ``record_plot``; whether the
-emulation kept up with ``record_fidelity``. Files are listed relative to the results folder.
+emulation kept up with ``record_fidelity``; how its expected numbers follow from the
+lab's config with ``record_derivation`` (lines "config value -> number"). Files are listed relative to the results folder.
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ EVIDENCE = "evidence"
 EVIDENCE_DIR = "evidence_dir"
 PLOT = "plot"
 FIDELITY = "fidelity"
+DERIVATION = "derivation"
 OUTCOME = "outcome"  # a JUnit property, "error" on a check that crashed
 LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR",
           "inconclusive": "INCONCLUSIVE"}
@@ -88,6 +90,12 @@ def record_fidelity(request, fidelity: dict) -> None:
     [str, ...]}`` plus any figures; the report warns when it did not."""
     node = getattr(request, "node", request)
     node.user_properties.append((FIDELITY, dict(fidelity)))
+
+
+def record_derivation(request, lines: list[str]) -> None:
+    """Attach how the check's expected numbers were derived from the lab's config."""
+    node = getattr(request, "node", request)
+    node.user_properties.append((DERIVATION, list(lines)))
 
 
 def merged_fidelity(properties: list[tuple[str, object]]) -> dict | None:
@@ -342,7 +350,9 @@ class Report:
                         "reason": c.reason, "duration": round(c.duration, 3),
                         "evidence": self.evidence(c, results),
                         "plots": self.plots(c, results),
-                        "fidelity": merged_fidelity(c.properties)}
+                        "fidelity": merged_fidelity(c.properties),
+                        "derivation": [line for k, v in c.properties if k == DERIVATION
+                                       for line in v]}
                        for c in self.checks.values()],
         }
 

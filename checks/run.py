@@ -33,6 +33,8 @@ from ..labs.runtimes.netns import traces_allowed_in
 ROOT = Path(__file__).resolve().parent.parent
 TEARDOWN_TIMEOUT_S = 120.0  # after an interrupt, pytest's teardown gets this long
 AGENT_LOGS = "agent-logs"  # in the results folder
+SUITES = ("rocelab", "sonic-mgmt")  # what --suite may name
+SONIC_MGMT_DIR = "sonic_mgmt"  # the sonic-mgmt suite's folder in checks/
 
 
 def fresh_results(lab_name: str, base: Path | None = None) -> Path:
@@ -68,11 +70,12 @@ def given_results(results: str | Path, overwrite: bool) -> Path:
 
 
 def pytest_argv(lab: str, results: Path, k: str | None = None,
-                extra: list[str] | None = None) -> list[str]:
-    """The pytest command line: the checks, the report plugin, JUnit XML in ``results``;
-    ``extra``: more pytest options, e.g. ``--runtime sim --seed 3``. It runs in the
-    package's folder (``ROOT``), so every path in it is absolute."""
-    argv = [sys.executable, "-m", "pytest", str(ROOT / "checks"),
+                extra: list[str] | None = None, suite: str = "rocelab") -> list[str]:
+    """The pytest command line: the suite's checks, the report plugin, JUnit XML in
+    ``results``; ``extra``: more pytest options, e.g. ``--runtime sim --seed 3``. It runs in
+    the package's folder (``ROOT``), so every path in it is absolute."""
+    folder = ROOT / "checks" / (SONIC_MGMT_DIR if suite == "sonic-mgmt" else "")
+    argv = [sys.executable, "-m", "pytest", str(folder), "--suite", suite,
             "-p", "rocelab.checks.report", "-p", "no:cacheprovider",
             "--lab", lab, "--results", str(results),
             f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit1",
@@ -85,13 +88,20 @@ def pytest_argv(lab: str, results: Path, k: str | None = None,
 def run(spec: str, k: str | None = None, results: str | Path | None = None,
         runtime: str = "netns", say: Callable[[str], None] = print,
         extra: list[str] | None = None, reuse: bool = False,
-        overwrite: bool = False) -> tuple[int, Path]:
+        overwrite: bool = False, suite: str = "rocelab") -> tuple[int, Path]:
     """Run the checks on lab ``spec`` (name or topology path); (the run's exit code, as
     checks.outcome's contract says: 0 passed, 1 failed, 2 usage, 3 inconclusive; results
     folder). A lab that is not running is brought up first and always taken down after.
     The agents this run starts (the lab's, the checks' variant labs') may trace into
     ``results``. ``runtime`` sim runs the lab's files in virtual time inside pytest: there
-    is nothing to bring up, lock or take down."""
+    is nothing to bring up, lock or take down. ``suite`` sonic-mgmt runs sonic-mgmt's cases
+    on the lab's switches, in virtual time only (``checks/sonic_mgmt``)."""
+    if suite not in SUITES:
+        raise LabError(f"--suite {suite!r}: say {' or '.join(SUITES)}")
+    if suite == "sonic-mgmt" and runtime != "sim":
+        raise LabError("--suite sonic-mgmt runs in virtual time only (--runtime sim): its "
+                       "cases count packets against thresholds exactly, which a live lab's "
+                       "timing cannot promise")
     if runtime == "sim":
         topo = topology.load(spec)  # bad input is one line before pytest starts
         folder = given_results(results, overwrite) if results else fresh_results(topo.name)
@@ -100,7 +110,7 @@ def run(spec: str, k: str | None = None, results: str | Path | None = None,
             folder.mkdir(parents=True)
         report.provisional(folder, topo.name, "sim", None)
         argv = pytest_argv(str(topo.path.resolve()), folder, k,
-                           ["--runtime", "sim", *(extra or [])])
+                           ["--runtime", "sim", *(extra or [])], suite)
         return outcome.verdict_code(_pytest(argv, say), folder), folder
     with traces_allowed_in(Path(results) if results else None):
         return _run(spec, k, results, runtime, say, extra, reuse, overwrite)

@@ -148,6 +148,16 @@ def evidence(checks: list[dict]) -> list[str]:
     return out
 
 
+def derivations(checks: list[dict]) -> list[str]:
+    """Per check with one, how its expected numbers follow from the config."""
+    out = []
+    for c in checks:
+        lines = c.get("derivation") or []
+        if lines:
+            out += [f"- **{c.get('name')}**", *(f"  - {cell(line)}" for line in lines)]
+    return out
+
+
 def write_markdown(results_dir: str | Path) -> Path:
     """Write ``<results_dir>/summary.md`` from its ``summary.json``; the path written."""
     folder = Path(results_dir)
@@ -164,6 +174,9 @@ def write_markdown(results_dir: str | Path) -> Path:
     figures = plots(checks)
     if figures:
         lines += ["## Plots", "", *figures]
+    derived = derivations(checks)
+    if derived:
+        lines += ["## Thresholds from the config", "", *derived, ""]
     files = evidence(checks)
     if files:
         lines += ["## Evidence", "", *files, ""]

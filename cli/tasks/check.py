@@ -16,25 +16,33 @@ from .common import (INCONCLUSIVE, PASSED, REUSE_HELP, USAGE, USER_ERRORS, conso
             "overwrite": "replace the previous run's results in --results",
             "reuse": REUSE_HELP,
             "runtime": "netns (default: the live lab), containerlab, or sim (virtual time, "
-                       "no root needed)",
+                       "no root needed; the only one for --suite sonic-mgmt, and its default)",
+            "suite": "rocelab (default: the project's checks) or sonic-mgmt (sonic-mgmt's "
+                     "QoS SAI, PFC watchdog and snappi cases, thresholds from the config; "
+                     "docs/sonic-mgmt.md)",
+            "frame_bytes": "sonic-mgmt suite: packet size on the wire, FCS included "
+                           "(default 1024)",
             "time_scale": "sim only: S (default 1: real line rate)",
             "seed": "sim only: the seed of every random choice (default 0)",
             "jitter_ns": "sim only: mean timing jitter per frame per hop, fabric ns (default "
                          "0: exact clocks)"})
-def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="netns",
-          time_scale=1.0, seed=0, jitter_ns=0.0):
+def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="",
+          time_scale=1.0, seed=0, jitter_ns=0.0, suite="rocelab", frame_bytes=1024):
     """Run the checks against a lab: [PASS]/[FAIL] per check, junit.xml, summary.json and
     summary.md. Exit 0 all passed, 1 a check failed, 3 inconclusive, 2 usage or input error."""
     from ...checks import outcome
     from ...checks import run as checks
+    runtime = runtime or ("sim" if suite == "sonic-mgmt" else "netns")
     if runtime not in ("netns", "containerlab", "sim"):
         raise fail(f"--runtime {runtime!r}: say netns, containerlab or sim")
     extra = ["--time-scale", str(float(time_scale)), "--seed", str(int(seed)),
              "--jitter-ns", str(checked_jitter_ns(jitter_ns))] if runtime == "sim" else []
+    if suite == "sonic-mgmt":
+        extra += ["--frame-bytes", str(int(frame_bytes))]
     try:
         code, folder = checks.run(name, k=k or None, results=results or None,
                                   say=console.print, reuse=reuse, overwrite=overwrite,
-                                  runtime=runtime, extra=extra)
+                                  runtime=runtime, extra=extra, suite=suite)
     except USER_ERRORS as e:
         raise fail(e) from None
     except KeyboardInterrupt as e:
