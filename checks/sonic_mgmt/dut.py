@@ -25,13 +25,15 @@ from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
 from ...fabric.config import SwitchConfig
-from ...fabric.model.frames import mac_text, pfc_frame
+from ...fabric.model.frames import (ETH_P_MAC_CONTROL, PFC_MAC, mac_text, parse_mac_control,
+                                    pfc_frame)
 from ...fabric.model.switch import Switch
 from ...labs.topology import Node
 
 ROCEV2_PORT = 4791  # the packets are RoCEv2-shaped (UDP 4791), as a RoCE fabric carries
 MIN_FRAME = 64  # bytes, with the FCS: what PTF's 64 B packets are on the wire
 PAUSE_QUANTUM_BITS = 512
+MAC_CONTROL_ETHERTYPE = ETH_P_MAC_CONTROL.to_bytes(2, "big")
 
 
 class DutError(ValueError):
@@ -122,7 +124,7 @@ class Dut:
             self.run(min(end, self.now + interval))
 
     def set_tx(self, port: str, enabled: bool) -> None:
-        self.switch.set_tx_enabled(port, enabled)
+        self.switch.set_tx_enabled(port, enabled, self.now)
 
     def run(self, until: float) -> None:
         """Advance the clock to ``until``: every due timer (PFC refresh, watchdog poll, ARP)
@@ -144,6 +146,17 @@ class Dut:
                 self.captures[port].frames.append((self.now, frame))
             self._emit(switch.take_control())
         self.now = max(self.now, until)
+
+    def pfc_sent(self, port: str, priority: int) -> list[tuple[float, int]]:
+        """(time, quanta) of every PFC frame the switch sent out of ``port`` for
+        ``priority``, in order: XOFF and its refreshes (quanta > 0), XON (0)."""
+        out = []
+        for at, frame in self.captures[port].frames:
+            if frame[:6] == PFC_MAC and frame[12:14] == MAC_CONTROL_ETHERTYPE:
+                parsed = parse_mac_control(frame, 14)
+                if parsed is not None and priority in parsed[1]:
+                    out.append((at, parsed[1][priority]))
+        return out
 
     def read(self) -> dict:
         """The switch's counters now (``fabric.model.counters``), ports by SONiC name."""

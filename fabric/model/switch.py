@@ -353,18 +353,22 @@ class Switch:
         else:
             raise ValueError(f"watermark kind {kind!r} is not queue or pg")
 
-    def set_tx_enabled(self, port: str, enabled: bool) -> None:
+    def set_tx_enabled(self, port: str, enabled: bool, now: float) -> None:
         """SAI's ``PKT_TX_ENABLE``, as sonic-mgmt's QoS tests use it: a port with TX disabled
         keeps its link and receives, but holds every frame for it in its egress queues
-        (charged to their buffers) until TX is enabled again; nothing cuts through. Needs
-        a paced switch: at an infinite rate nothing ever waits."""
+        (charged to their buffers) until TX is enabled again at ``now``, from when the
+        wire sends them at its rate; nothing cuts through. Needs a paced switch: at an
+        infinite rate nothing ever waits."""
         if not self._paced:
             raise ValueError(f"{self.hostname}: disabling TX needs a paced switch "
                              "(a time_scale)")
         egress = self._port(port, "set_tx_enabled").egress
+        if enabled and not egress.tx_enabled:
+            scheduler = egress.scheduler  # the wire was not idle while disabled
+            scheduler.free_at = max(scheduler.free_at, now)
+            if scheduler.packets:
+                self._touched.add(port)
         egress.tx_enabled = enabled
-        if enabled and egress.scheduler.packets:
-            self._touched.add(port)
 
     def set_port_up(self, port: str, up: bool) -> None:
         """Admin (or link) state change: a down port neither receives nor transmits, its

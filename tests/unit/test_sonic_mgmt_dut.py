@@ -40,8 +40,13 @@ def test_a_tx_disabled_port_holds_its_frames_until_enabled(lab):
     assert dut.captures[dst].frames == []
     held = dut.read()["ports"][dst]["queues"]
     assert sum(q["depth_packets"] for q in held.values()) == 5
+    enabled = dut.now
     dut.set_tx(dst, True)
     dut.run(dut.now + 1.0)
+    times = [at for at, _ in dut.captures[dst].frames]
+    size = len(dut.captures[dst].frames[0][1])
+    wire = size * 8 / (dut.config.ports[dst].speed_mbps * 1e6)  # the wire sends from now on
+    assert times[0] >= enabled and times[-1] - times[0] >= 4 * wire * 0.999
     idents = [int.from_bytes(f[18 + (4 if f[12:14] == b"\x81\x00" else 0):][:2], "big")
               for _, f in dut.captures[dst].frames]
     assert idents == [0, 1, 2, 3, 4]
@@ -62,7 +67,7 @@ def test_a_held_frame_keeps_its_ingress_buffer(lab):
 def test_tx_disable_needs_a_paced_switch(lab):
     switch = Switch(lab.nodes["leaf1"].config)
     with pytest.raises(ValueError, match="paced"):
-        switch.set_tx_enabled("Ethernet0", False)
+        switch.set_tx_enabled("Ethernet0", False, 0.0)
 
 
 def test_a_frame_too_small_for_its_headers_is_refused(lab):
