@@ -147,6 +147,16 @@ class Dut:
             self._emit(switch.take_control())
         self.now = max(self.now, until)
 
+    def settle(self) -> None:
+        """Run until every port that may send has sent all it holds (as PTF, sending one
+        packet at a time, lets the DUT drain between packets)."""
+        while True:
+            due = [at for port in self.switch.backlogged()
+                   if (at := self.switch.next_send_time(port)) is not None]
+            if not due:
+                return
+            self.run(max(due))
+
     def pfc_sent(self, port: str, priority: int) -> list[tuple[float, int]]:
         """(time, quanta) of every PFC frame the switch sent out of ``port`` for
         ``priority``, in order: XOFF and its refreshes (quanta > 0), XON (0)."""

@@ -25,6 +25,7 @@ def testQosSaiDscpQueueMapping(pair, dut_of, frame_bytes, request):
     before = dut.read()["ports"][pair.dst]["queues"]
     for dscp in range(64):
         dut.send(pair.src, dut.packet(pair.src, pair.dst, dscp, frame_bytes, ident=dscp))
+        dut.settle()  # one at a time: a mapping case congests nothing
     after = dut.read()["ports"][pair.dst]["queues"]
     got = {q: after[str(q)]["tx_packets"] - before[str(q)]["tx_packets"] for q in range(8)}
     assert len(dut.captures[pair.dst].frames) == 64, \
@@ -50,6 +51,7 @@ def testQosSaiDscpToPgMapping(pair, dut_of, frame_bytes, request):
     before = dut.read()["ports"][pair.src]["pgs"]
     for dscp in range(64):
         dut.send(pair.src, dut.packet(pair.src, pair.dst, dscp, frame_bytes, ident=dscp))
+        dut.settle()
     after = dut.read()["ports"][pair.src]["pgs"]
     got = {pg: after[str(pg)]["rx_packets"] - before[str(pg)]["rx_packets"] for pg in range(8)}
     assert got == {pg: expected.get(pg, 0) for pg in range(8)}, \

@@ -74,3 +74,17 @@ def test_a_frame_too_small_for_its_headers_is_refused(lab):
     dut = leaf(lab)
     with pytest.raises(DutError, match="cannot hold the headers"):
         dut.packet(dut.ports[0], dut.ports[1], 0, 40)
+
+
+def test_settle_drains_a_slower_port_between_packets():
+    lab = topology.load("pfc-victim")
+    node = lab.nodes["leaf1"]
+    dut = Dut(node)
+    speeds = {p: dut.config.ports[p].speed_mbps for p in dut.ports}
+    fast, slow = max(speeds, key=speeds.get), min(speeds, key=speeds.get)
+    assert speeds[fast] > speeds[slow]
+    for n in range(64):
+        dut.send(fast, dut.packet(fast, slow, 0, 1500, ident=n))
+        dut.settle()
+        assert dut.switch.backlogged() == []
+    assert len(dut.captures[slow].frames) == 64
