@@ -61,7 +61,7 @@ class EgressPort:
         self.tx_enabled = True  # SAI_PORT_ATTR_PKT_TX_ENABLE: False holds every queue
         self.rate_bps = (float("inf") if time_scale is None
                          else wire_rate_bps(port.speed_mbps, time_scale))
-        self.pause = PauseState(self.rate_bps)
+        self.pause = PauseState(self.rate_bps, port_setting(qos, port.name, "pfc_enable")[0])
         self._prios = queue_priorities(qos, port.name)
         self.scheduler = PortScheduler(self.rate_bps, disciplines(qos, port.name),
                                        port.mtu + ETH_HEADER_LEN + VLAN_TAG_LEN, self.gate)

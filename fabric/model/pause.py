@@ -48,16 +48,26 @@ class PauseState:
       extends or shortens the pause; quanta 0 resumes at once;
     - a class-enable vector of 0 pauses nothing and counts nothing (``parse_pfc`` then gives
       an empty dict);
-    - an 802.3x PAUSE stops every priority, and is counted apart from PFC;
+    - PFC pauses only the priorities the port has PFC enabled on (``PORT_QOS_MAP``
+      ``pfc_enable``, which SONiC programs as the port's PFC RX and TX bitmap); a PFC frame
+      for any other priority is counted and ignored (sonic-mgmt's lossy-priority pause
+      tests: "PFC on lossy prios pauses nothing");
+    - an 802.3x PAUSE stops every priority on a port without PFC; on a PFC port, where PFC
+      replaces link-level pause, it is counted and ignored (sonic-mgmt's global pause
+      test); either way it is counted apart from PFC;
     - a priority whose PFC is ignored (``ignore``, the watchdog's drop and forward actions)
       still counts the frames it receives but is never paused by them.
     """
 
     __slots__ = ("quantum_s", "pfc_rx", "pause_rx", "last_pfc_rx", "ends", "_since",
-                 "_paused_s", "_ignored")
+                 "_paused_s", "_ignored", "_pfc_enabled")
 
-    def __init__(self, rate_bps: float) -> None:
+    def __init__(self, rate_bps: float,
+                 pfc_enabled: Iterable[int] = range(NUM_PRIORITIES)) -> None:
+        """``pfc_enabled``: the priorities PFC pauses (all, by default; none: a port without
+        PFC, which honours 802.3x PAUSE instead)."""
         self.quantum_s = QUANTUM_BITS / rate_bps
+        self._pfc_enabled = [p in set(pfc_enabled) for p in range(NUM_PRIORITIES)]
         self.pfc_rx = [0] * NUM_PRIORITIES  # PFC frames with the priority enabled
         self.pause_rx = 0  # 802.3x PAUSE frames
         # when a PFC frame last asked this priority to pause (quanta > 0); None: never
@@ -73,13 +83,18 @@ class PauseState:
         """A PFC frame arrived: ``{priority: quanta}`` for its enabled classes."""
         for priority, quanta in quanta_by_priority.items():
             self.pfc_rx[priority] += 1
+            if not self._pfc_enabled[priority]:
+                continue
             if quanta:
                 self.last_pfc_rx[priority] = now
             self._load(priority, quanta, now)
 
     def on_pause(self, quanta: int, now: float) -> None:
-        """An 802.3x PAUSE arrived: it stops (or, with 0, resumes) every priority."""
+        """An 802.3x PAUSE arrived: on a port without PFC it stops (or, with 0, resumes)
+        every priority."""
         self.pause_rx += 1
+        if any(self._pfc_enabled):
+            return
         for priority in range(NUM_PRIORITIES):
             self._load(priority, quanta, now)
 

@@ -54,14 +54,27 @@ def test_quanta_zero_resumes_at_once():
     assert pause.until(3) == 1e-6
 
 
-def test_802_3x_pause_stops_every_priority_and_is_not_counted_as_pfc():
-    pause = PauseState(10e9)
+def test_802_3x_pause_stops_every_priority_of_a_port_without_pfc_and_is_not_counted_as_pfc():
+    pause = PauseState(10e9, pfc_enabled=())
     pause.on_pause(MAX_QUANTA, 0.0)
     assert all(pause.paused(p, 1e-3) for p in range(8))
     assert pause.pause_rx == 1 and pause.pfc_rx == [0] * 8
     assert pause.last_pfc_rx == [None] * 8
     pause.on_pause(0, 1e-3)
     assert not any(pause.paused(p, 1e-3) for p in range(8))
+
+
+def test_a_pfc_port_ignores_802_3x_pause_but_counts_it():
+    pause = PauseState(10e9, pfc_enabled=(3, 4))
+    pause.on_pause(MAX_QUANTA, 0.0)
+    assert not any(pause.paused(p, 0.0) for p in range(8)) and pause.pause_rx == 1
+
+
+def test_pfc_for_a_priority_without_pfc_is_counted_and_ignored():
+    pause = PauseState(100e9, pfc_enabled=(3, 4))
+    pause.on_pfc({0: MAX_QUANTA, 3: MAX_QUANTA}, 0.0)
+    assert pause.paused(3, 0.0) and not pause.paused(0, 0.0)
+    assert pause.pfc_rx[0] == 1 and pause.last_pfc_rx[0] is None  # no storm to watch for
 
 
 def test_class_enable_vector_zero_is_ignored():
