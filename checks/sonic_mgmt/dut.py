@@ -25,8 +25,8 @@ from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
 from ...fabric.config import SwitchConfig
-from ...fabric.model.frames import (ETH_P_MAC_CONTROL, PFC_MAC, mac_text, parse_mac_control,
-                                    pfc_frame)
+from ...fabric.model.frames import (ETH_P_MAC_CONTROL, ETH_P_ROCEV1, PFC_MAC, mac_text,
+                                    parse_mac_control, pfc_frame)
 from ...fabric.model.switch import Switch
 from ...labs.topology import Node
 
@@ -212,6 +212,30 @@ class Dut:
                      if neighbour.vlan_name else self.config.interfaces[neighbour.port])
         return next(a.ip for a in addresses
                     if isinstance(a, IPv4Interface) and neighbour.ip in a.network)
+
+    # --- more frames --------------------------------------------------------------------
+
+    def l2_frame(self, src: str, dst: str | None, pcp: int, size: int = MIN_FRAME) -> bytes:
+        """A non-IP frame (RoCEv1's EtherType 0x8915, zero payload) from ``src``'s neighbour,
+        ``size`` bytes on the wire with FCS, carrying ``pcp`` in its 802.1Q tag (VID 0, a
+        priority tag, where the port is untagged): what a switch classifies by PCP even
+        where the port binds a DSCP map. To ``dst``'s neighbour, bridged (within one VLAN
+        only); ``dst`` None: to the router MAC, where it is classified and counted in its
+        PG, then dropped (non-IP to the router)."""
+        a = self.neighbours[src]
+        if dst is None:
+            to = self.config.mac
+        elif a.vlan_name is not None and a.vlan_name == self.neighbours[dst].vlan_name:
+            to = self.neighbours[dst].mac
+        else:
+            raise DutError(f"{self.name}: {src} and {dst} are not in one VLAN; a non-IP "
+                           "frame is only bridged")
+        head = bytes(Ether(src=a.mac, dst=to) / Dot1Q(vlan=a.vlan or 0, prio=pcp,
+                                                     type=ETH_P_ROCEV1))
+        pad = size - 4 - len(head)
+        if pad < 0:
+            raise DutError(f"a {size} B frame cannot hold the headers ({len(head) + 4} B)")
+        return head + bytes(pad)
 
 
 def _another_host(addresses, n: int) -> IPv4Address | None:
