@@ -16,6 +16,7 @@ otherwise routed to the router MAC, tagged where the port is a tagged member.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from itertools import islice
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface
@@ -25,8 +26,8 @@ from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
 from ...fabric.config import SwitchConfig
-from ...fabric.model.frames import (ETH_P_MAC_CONTROL, ETH_P_ROCEV1, PFC_MAC, mac_text,
-                                    parse_mac_control, pfc_frame)
+from ...fabric.model.frames import (ETH_P_MAC_CONTROL, ETH_P_ROCEV1, PFC_MAC, mac_bytes,
+                                    mac_text, parse_mac_control, pfc_frame)
 from ...fabric.model.switch import Switch
 from ...labs.topology import Node
 
@@ -237,6 +238,23 @@ class Dut:
             raise DutError(f"a {size} B frame cannot hold the headers ({len(head) + 4} B)")
         return head + bytes(pad)
 
+    def traffic(self, flows: list[Flow], seconds: float,
+                response_s: dict[str, float] | None = None) -> None:
+        """Run ``flows`` for ``seconds`` of virtual time, interleaved as their rates space
+        them, each port's senders sharing its wire; senders with a ``priority`` pause for
+        the PFC the DUT sends them, ``response_s[port]`` after it left the DUT (0 where not
+        given). Each flow counts what it ``sent``; the DUT runs on to the end."""
+        _traffic(self, flows, seconds, response_s or {})
+
+    def idents(self, port: str, since: int = 0) -> Counter[int]:
+        """How many IPv4 frames of each IP id ``port``'s capture holds from ``since`` on."""
+        out: Counter[int] = Counter()
+        for _, frame in self.captures[port].frames[since:]:
+            off = 18 if frame[12:14] == b"\x81\x00" else 14
+            if frame[off - 2:off] == b"\x08\x00":
+                out[frame[off + 4] << 8 | frame[off + 5]] += 1
+        return out
+
 
 def _another_host(addresses, n: int) -> IPv4Address | None:
     """The ``n``-th address of the first IPv4 subnet in ``addresses`` that is not the
@@ -247,3 +265,101 @@ def _another_host(addresses, n: int) -> IPv4Address | None:
             others = (h for h in hosts if h != iface.ip)
             return next(islice(others, n - 1, None), None)
     return None
+
+
+# --- rate-based traffic: snappi-style flows from PTF ports that honour the DUT's PFC --------
+
+
+@dataclass
+class Flow:
+    """Frames into ``port`` at ``rate`` of its line rate (on the wire: + FCS, preamble and
+    gap), from ``start`` seconds into the traffic. ``priority``: the PFC priority the sender
+    honours (a traffic generator port pausing for the quanta the DUT sent it, after its
+    response delay); None for a sender that ignores PFC (a storm, 802.3x pause frames)."""
+
+    port: str
+    frame: bytes
+    rate: float
+    priority: int | None = None
+    start: float = 0.0
+    sent: int = 0
+
+
+class PfcHeard:
+    """The PFC frames one PTF port received from the DUT, as pauses of its senders: each
+    takes effect ``response_s`` after the DUT sent it (the cable's round trip and the
+    sender's response time), reloading the priority's pause with its quanta (0 resumes)."""
+
+    def __init__(self, rate_bps: float, response_s: float) -> None:
+        self.quantum_s = PAUSE_QUANTUM_BITS / rate_bps
+        self.response_s = response_s
+        self.end = [0.0] * 8  # per priority, the pause in effect ends here
+        self.pending: list[list[tuple[float, float]]] = [[] for _ in range(8)]
+
+    def heard(self, at: float, quanta: dict[int, int]) -> None:
+        for priority, q in quanta.items():
+            self.pending[priority].append((at + self.response_s, q * self.quantum_s))
+
+    def settle(self, now: float) -> None:
+        """Apply for good the pauses that took effect by ``now``."""
+        for priority, pending in enumerate(self.pending):
+            while pending and pending[0][0] <= now:
+                at, seconds = pending.pop(0)
+                self.end[priority] = at + seconds if seconds else min(self.end[priority], at)
+
+    def free_at(self, priority: int, t: float) -> float:
+        """The earliest time from ``t`` a sender of ``priority`` may send, by the pauses
+        heard so far."""
+        end = self.end[priority]
+        for at, seconds in self.pending[priority]:
+            free = max(t, end)
+            if free < at:
+                return free
+            end = at + seconds if seconds else min(end, at)
+        return max(t, end)
+
+
+def _traffic(dut: Dut, flows: list[Flow], seconds: float,
+             response_s: dict[str, float]) -> None:
+    """``Dut.traffic``'s loop: the flow that can send earliest sends; before it does, the
+    DUT runs to that time and the PFC it put on the senders' wires is heard."""
+    start = dut.now
+    end = start + seconds
+    ports = {f.port for f in flows}
+    heard = {p: PfcHeard(dut._speed_bps(p), response_s.get(p, 0.0)) for p in ports}
+    scanned = {p: len(dut.captures[p].frames) for p in ports}
+    wire_free = dict.fromkeys(ports, start)
+    next_at = [start + f.start for f in flows]
+    gaps = [(len(f.frame) + 24) * 8 / (f.rate * dut._speed_bps(f.port)) for f in flows]
+
+    def candidate(i: int) -> float:
+        flow = flows[i]
+        t = max(next_at[i], wire_free[flow.port], dut.now)
+        return t if flow.priority is None else heard[flow.port].free_at(flow.priority, t)
+
+    while flows:
+        i = min(range(len(flows)), key=candidate)
+        t = candidate(i)
+        if t >= end:
+            break
+        dut.run(t)
+        for port in ports:
+            frames = dut.captures[port].frames
+            for at, frame in frames[scanned[port]:]:
+                if frame.startswith(_PFC_HEAD):
+                    parsed = parse_mac_control(frame, 14)
+                    if parsed is not None:
+                        heard[port].heard(at, parsed[1])
+            scanned[port] = len(frames)
+            heard[port].settle(dut.now)
+        if candidate(i) > t:  # a pause heard meanwhile holds it
+            continue
+        flow = flows[i]
+        dut._emit(dut.switch.receive(flow.port, flow.frame, t))
+        flow.sent += 1
+        next_at[i] = t + gaps[i]
+        wire_free[flow.port] = t + (len(flow.frame) + 24) * 8 / dut._speed_bps(flow.port)
+    dut.run(end)
+
+
+_PFC_HEAD = mac_bytes("01:80:c2:00:00:01")

@@ -1,0 +1,56 @@
+"""sonic-mgmt's snappi PFC cases (``tests/snappi_tests/pfc``) with PTF ports as the traffic
+generator: rate-based flows that honour the DUT's PFC, pause storms into the egress port.
+The logic is in ``snappi``."""
+from __future__ import annotations
+
+import pytest
+
+from rocelab.checks.report import record_derivation
+from rocelab.checks.sonic_mgmt import cases, snappi
+from rocelab.checks.sonic_mgmt.sched import Unsupported
+
+
+def _plan(request, make, *args, **kwargs):
+    try:
+        plan = make(*args, **kwargs)
+    except Unsupported as why:
+        pytest.skip(str(why))
+    record_derivation(request, plan.lines)
+    return plan
+
+
+def test_pfc_pause_single_lossless_prio(lossless, dut_of, frame_bytes, request):
+    """A storm on the lossless priority stops its flow, not the background; the DUT pauses
+    the sender of that priority only."""
+    dut = dut_of(lossless.switch)
+    snappi.pause(dut, _plan(request, snappi.pause_plan, dut.config, lossless, frame_bytes,
+                            paused=True))
+
+
+def test_pfc_pause_single_lossy_prio(lossy, dut_of, frame_bytes, request):
+    """A storm on a lossy priority (PFC not enabled for it) stops nothing."""
+    dut = dut_of(lossy.switch)
+    snappi.pause(dut, _plan(request, snappi.pause_plan, dut.config, lossy, frame_bytes,
+                            paused=False))
+
+
+def test_global_pause(lossless, dut_of, frame_bytes, request):
+    """802.3x PAUSE into a PFC port stops nothing."""
+    dut = dut_of(lossless.switch)
+    snappi.pause(dut, _plan(request, snappi.pause_plan, dut.config, lossless, frame_bytes,
+                            paused=False, global_pause_frames=True))
+
+
+def test_pfc_single_lossless_headroom(lossless, dut_of, frame_bytes, request):
+    """With the cable's PFC response delay the headroom holds; past it the PG drops."""
+    config = dut_of(lossless.switch).config
+    snappi.headroom(lambda: dut_of(lossless.switch),
+                    _plan(request, snappi.headroom_plan, config, lossless, frame_bytes))
+
+
+def test_m2o_oversubscribe_lossless(lossless, dut_of, suite_lab, frame_bytes, request):
+    """Two srcs at line rate into one dst on the lossless class: 0 loss, PFC upstream."""
+    dut = dut_of(lossless.switch)
+    ports = cases.wired(suite_lab.nodes[lossless.switch])
+    snappi.m2o_lossless(dut, _plan(request, snappi.m2o_plan, dut.config, lossless, ports,
+                                   frame_bytes))
