@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from ...fabric.config import SwitchConfig
 from ...fabric.model.cable import NS_PER_METRE
-from ...fabric.model.frames import ETH_P_MAC_CONTROL, MAC_CONTROL_PAUSE
+from ...fabric.model.frames import ETH_P_MAC_CONTROL, MAC_CONTROL_PAUSE, pfc_frame
 from ...fabric.model.wred import ECT1
-from ...fabric.qos import PAUSE_QUANTA, bound, queue_of_tc, tc_of_dscp
+from ...fabric.qos import PAUSE_QUANTA, bound, pg_of_tc, queue_of_tc, tc_of_dscp
 from ..thresholds import pg_profile, xoff_trigger
 from .cases import PortCase
 from .dut import PAUSE_QUANTUM_BITS, Dut, Flow
@@ -31,7 +31,6 @@ DRAIN_S = 0.01  # after the flows stop: long enough for any queue here to empty
 def storm(dut: Dut, port: str, priorities: tuple[int, ...]) -> Flow:
     """snappi's continuous storm into ``port``: PFC frames pausing ``priorities`` for the
     largest quanta, two per pause time (each refreshes the pause at half-time)."""
-    from ...fabric.model.frames import pfc_frame
     frame = pfc_frame(bytes(6), {p: MAX_QUANTA for p in priorities})
     return Flow(port, frame, 2 * (len(frame) + WIRE_OVERHEAD) * 8
                 / (MAX_QUANTA * PAUSE_QUANTUM_BITS))
@@ -121,7 +120,8 @@ def pause_plan(config: SwitchConfig, case: PortCase, frame_bytes: int, paused: b
     """test_pfc_pause_single_lossless_prio (``paused``), _lossy_prio, test_global_pause:
     the storm pauses the test flow's queue on dst (PFC on its priorities, or 802.3x);
     lossless runs until the test PG must reach XOFF at the test rate (so the DUT's
-    back-pressure shows), the others for two pause times."""
+    back-pressure shows), the others for one pause time (refreshed at half-time, a
+    storm honoured holds the queue throughout)."""
     lines = [f"DSCP {case.dscp} -> TC {case.tc} -> PG {case.pg} on {case.src}, queue "
              f"{case.queue} on {case.dst} ({'lossless' if paused else 'lossy'})"]
     if global_pause_frames:
@@ -284,7 +284,6 @@ def headroom(dut_of, plan: HeadroomPlan) -> None:
 
 
 def _pg(dut: Dut, port: str, dscp: int) -> int:
-    from ...fabric.qos import pg_of_tc
     return pg_of_tc(dut.config, port, tc_of_dscp(dut.config, port, dscp)[0])[0]
 
 
