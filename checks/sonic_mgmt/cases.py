@@ -1,14 +1,16 @@
 """Which sonic-mgmt cases a lab has: per switch, per wired port, per lossless PG or lossy
 queue, read from the switch's own config (PORT_QOS_MAP, DSCP_TO_TC_MAP, TC_TO_PRIORITY_GROUP_MAP,
-TC_TO_QUEUE_MAP, BUFFER_PG). sonic-mgmt picks one src and dst port per DUT from its testbed;
-here every wired port is a src once, and its dst is the next wired port of the same switch.
+TC_TO_QUEUE_MAP, BUFFER_PG, PFC_WD). sonic-mgmt picks one src and dst port per DUT from its
+testbed; here every wired port is a src once, and its dst is the next wired port of the same
+switch.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ...fabric.config import SwitchConfig
-from ...fabric.qos import pauses_sender, pg_of_tc, queue_of_tc, tc_of_dscp
+from ...fabric.model.egress import queue_priorities
+from ...fabric.qos import pauses_sender, pg_of_tc, port_setting, queue_of_tc, tc_of_dscp
 from ...labs.topology import Node, Topology
 
 DSCPS = range(64)
@@ -100,3 +102,71 @@ def lossy_cases(topology: Topology) -> list[PortCase]:
                     seen.add(c.queue)
                     out.append(c)
     return out
+
+
+@dataclass(frozen=True)
+class WatchdogCase:
+    """One lossless queue of a port with a PFC watchdog (``PFC_WD|<port>``): the PFC
+    priorities whose pause holds it, and the flow that fills it, the lowest DSCP from
+    ``src`` (another wired port, lossless there where one can be) that lands in it.
+    ``missing`` names what the config lacks for the case (it then skips), else ""."""
+
+    switch: str
+    port: str = ""
+    queue: int = -1
+    priorities: tuple[int, ...] = ()
+    src: str = ""
+    dscp: int = -1
+    missing: str = ""
+
+    @property
+    def id(self) -> str:
+        parts = [self.switch, self.port, f"q{self.queue}" if self.queue >= 0 else ""]
+        return "-".join(p for p in parts if p)
+
+
+def watchdog_queues(config: SwitchConfig, port: str) -> dict[int, tuple[int, ...]]:
+    """The queues of ``port`` a PFC watchdog guards, as the switch model builds them: each
+    queue a priority of ``pfc_enable`` pauses (``pfc_to_queue_map``), with its priorities."""
+    enabled, _ = port_setting(config.qos, port, "pfc_enable")
+    return {queue: prios for queue, prios in enumerate(queue_priorities(config.qos, port))
+            if enabled & set(prios)}
+
+
+def watchdog_cases(topology: Topology) -> list[WatchdogCase]:
+    """Per switch, per wired port with a ``PFC_WD`` entry, per queue its watchdog guards;
+    a switch without one, or such a port without a lossless queue, as one case that skips."""
+    out = []
+    for node in switches(topology):
+        config: SwitchConfig = node.config
+        ports = [p for p in wired(node) if p in config.qos.pfc_wd]
+        if not ports:
+            out.append(WatchdogCase(node.name, missing=f"{node.name}: no PFC_WD entry for any "
+                                    "of its wired ports (PFC_WD|<port>)"))
+        for port in ports:
+            queues = watchdog_queues(config, port)
+            if not queues:
+                out.append(WatchdogCase(node.name, port, missing=(
+                    f"{node.name} {port}: PFC_WD is set but no queue is lossless "
+                    f"(PORT_QOS_MAP|{port} pfc_enable, pfc_to_queue_map)")))
+            for queue, prios in queues.items():
+                out.append(_filled_by(node, port, queue, prios))
+    return out
+
+
+def _filled_by(node: Node, port: str, queue: int, prios: tuple[int, ...]) -> WatchdogCase:
+    """The case with its flow: from the wired port before ``port`` (cyclic, as ``pairs``
+    pairs them) or the next ones, the lowest DSCP reaching ``queue``, lossless first."""
+    config: SwitchConfig = node.config
+    ports = wired(node)
+    at = ports.index(port)
+    sources = [ports[(at - i) % len(ports)] for i in range(1, len(ports))]
+    found = [(not pauses_sender(config, src, tc), n, dscp, src)
+             for n, src in enumerate(sources) for dscp in DSCPS
+             if queue_of_tc(config, port, tc := tc_of_dscp(config, src, dscp)[0])[0] == queue]
+    if not found:
+        return WatchdogCase(node.name, port, queue, prios, missing=(
+            f"{node.name} {port}: no DSCP from another port reaches queue {queue} "
+            f"(DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP on {port})"))
+    _, _, dscp, src = min(found)
+    return WatchdogCase(node.name, port, queue, prios, src, dscp)

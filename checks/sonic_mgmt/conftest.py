@@ -3,10 +3,14 @@ files in virtual time, one DUT per case, cases parametrized from the lab's confi
 
 A case takes ``lossless`` (a ``cases.PortCase`` per switch, src port and lossless PG),
 ``lossy`` (per switch, src port and lossy queue), ``pair`` (a ``cases.PortPair`` per switch
-and src port) or ``switch`` (a lab switch with two wired ports or more), and builds its DUT
-with ``dut_of``. Nothing about a lab is written in a case.
+and src port), ``watchdog`` (a ``cases.WatchdogCase`` per switch, port with a PFC watchdog
+and lossless queue) or ``switch`` (a lab switch with two wired ports or more), and builds its
+DUT with ``dut_of`` (or ``dut_of_config``, reconfigured). Nothing about a lab is written in a
+case.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +18,7 @@ from rocelab.checks.report import LAB_INFO
 from rocelab.checks.sonic_mgmt import cases
 from rocelab.checks.sonic_mgmt.dut import Dut
 from rocelab.labs import fingerprint, topology
+from rocelab.fabric.config import SwitchConfig
 from rocelab.labs.topology import Topology, table_notes
 
 _TOPOLOGY = pytest.StashKey[Topology]()
@@ -37,7 +42,7 @@ def suite_topology(config: pytest.Config) -> Topology:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     makers = {"lossless": cases.lossless_cases, "lossy": cases.lossy_cases,
-              "pair": cases.port_pairs}
+              "pair": cases.port_pairs, "watchdog": cases.watchdog_cases}
     for name, make in makers.items():
         if name in metafunc.fixturenames:
             found = make(suite_topology(metafunc.config))
@@ -69,3 +74,15 @@ def dut_of(request, suite_lab):
     """``dut_of(switch_name)``: a fresh DUT for that lab switch, seeded by ``--seed``."""
     seed = request.config.getoption("seed")
     return lambda name: Dut(suite_lab.nodes[name], seed)
+
+
+@pytest.fixture
+def dut_of_config(request, suite_lab):
+    """``dut_of_config(switch_name, config)``: a fresh DUT for that lab switch running
+    ``config`` (its own, changed as a sonic-mgmt case reconfigures its DUT), seeded by
+    ``--seed``."""
+    seed = request.config.getoption("seed")
+
+    def build(name: str, config: SwitchConfig) -> Dut:
+        return Dut(replace(suite_lab.nodes[name], config=config), seed)
+    return build

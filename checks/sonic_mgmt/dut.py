@@ -15,8 +15,10 @@ otherwise routed to the router MAC, tagged where the port is a tagged member.
 """
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
+from collections.abc import Iterable
 from itertools import islice
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface
@@ -35,6 +37,8 @@ ROCEV2_PORT = 4791  # the packets are RoCEv2-shaped (UDP 4791), as a RoCE fabric
 MIN_FRAME = 64  # bytes, with the FCS: what PTF's 64 B packets are on the wire
 PAUSE_QUANTUM_BITS = 512
 MAC_CONTROL_ETHERTYPE = ETH_P_MAC_CONTROL.to_bytes(2, "big")
+
+Arrival = tuple[float, str, bytes]  # (virtual time, the port it arrives on, the frame)
 
 
 class DutError(ValueError):
@@ -254,6 +258,46 @@ class Dut:
             if frame[off - 2:off] == b"\x08\x00":
                 out[frame[off + 4] << 8 | frame[off + 5]] += 1
         return out
+
+
+    # --- frames on a timeline ---------------------------------------------------------
+    # What a PTF or snappi test runs at once (a fanout's storm while a flow keeps sending,
+    # flows at their own rates) as one list of arrivals, each a frame into a port at a
+    # virtual time, which ``play`` delivers in time order with the switch running between.
+
+    def storm_arrivals(self, port: str, priorities: tuple[int, ...], start: float,
+                       seconds: float, quanta: int = 0xFFFF) -> list[Arrival]:
+        """The frames of ``storm`` as arrivals: a PFC frame pausing ``priorities`` for
+        ``quanta`` every half pause, from ``start`` while before ``start + seconds``."""
+        frame = pfc_frame(bytes(6), {p: quanta for p in priorities})
+        interval = quanta * PAUSE_QUANTUM_BITS / self._speed_bps(port) / 2
+        return [(start + i * interval, port, frame)
+                for i in range(math.ceil(seconds / interval))]
+
+    def flow_arrivals(self, port: str, frames: Iterable[bytes], start: float,
+                      gap: float | None = None) -> list[Arrival]:
+        """``frames`` into ``port`` one after another from ``start``, ``gap`` seconds apart
+        (None: back to back at the port's line rate, as ``send``)."""
+        out, at = [], start
+        for frame in frames:
+            out.append((at, port, frame))
+            at += gap if gap is not None else (len(frame) + 24) * 8 / self._speed_bps(port)
+        return out
+
+    def play(self, arrivals: Iterable[Arrival], until: float | None = None) -> None:
+        """Deliver ``arrivals`` in time order (those at the same time in the order given:
+        a storm listed before a flow pauses the queue before the flow's first frame gets
+        there), running timers and ports in between; then run to ``until``, if given. An
+        arrival before the DUT's clock is refused: the clock cannot go back for it."""
+        ordered = sorted(arrivals, key=lambda a: a[0])
+        if ordered and ordered[0][0] < self.now:
+            raise ValueError(f"{self.name}: a frame into {ordered[0][1]} at "
+                             f"{ordered[0][0]:.9f} s, before the DUT's clock ({self.now:.9f} s)")
+        for at, port, frame in ordered:
+            self.run(at)
+            self._emit(self.switch.receive(port, frame, self.now))
+        if until is not None:
+            self.run(until)
 
 
 def _another_host(addresses, n: int) -> IPv4Address | None:
