@@ -29,6 +29,7 @@ from .dut import ROCEV2_PORT, Arrival, Dut
 FLOW_PACKETS = 100  # sonic-mgmt's test_pkt_count: the packets of each test flow
 TIMER_STORMS = 20  # test_pfcwd_timer_accuracy's iterations
 BURST_STORMS = 15  # test_pfcwd_burst_storm's storms
+ECN = 1  # ECT(1), as sonic-mgmt's pfc_wd PTF packets and snappi's flows carry
 _EPSILON_S = 1e-9  # event times come from a float clock
 
 Record = Callable[[list[str]], None]
@@ -64,7 +65,8 @@ def timer_lines(config: SwitchConfig, case: WatchdogCase) -> list[str]:
             f"PORT_QOS_MAP|{case.port} pfc_enable, pfc_to_queue_map -> queue {case.queue} "
             f"is paused by priorities {list(case.priorities)}: the storm pauses those",
             f"DSCP {case.dscp} from {case.src} -> queue {case.queue} on {case.port} "
-            "(DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP): the traffic that fills it"]
+            "(DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP): the traffic that fills it, ECT(1) as "
+            "sonic-mgmt sends it (a WRED_PROFILE that marks ECN marks it, drops none)"]
 
 
 def with_action(config: SwitchConfig, action: str) -> SwitchConfig:
@@ -94,7 +96,7 @@ class Bench:
         self._flows += 1
         src = src or case.src
         frame = self.dut.packet(src, dst or case.port, case.dscp if dscp is None else dscp,
-                                self.frame_bytes, ident=self._flows)
+                                self.frame_bytes, ecn=ECN, ident=self._flows)
         return self.dut.flow_arrivals(src, [frame] * count, start, gap), self._flows
 
     def storm(self, start: float, seconds: float) -> list[Arrival]:
@@ -104,10 +106,9 @@ class Bench:
         """The case queue's watchdog events so far (``WatchdogEvent`` as dicts)."""
         return self.dut.read()["ports"][self.case.port]["watchdog"][str(self.case.queue)]["events"]
 
-    def queue(self, queue: int | None = None, port: str | None = None) -> dict:
-        port = port or self.case.port
-        return self.dut.read()["ports"][port]["queues"][str(self.case.queue if queue is None
-                                                            else queue)]
+    def queue(self) -> dict:
+        """The case queue's counters now."""
+        return self.dut.read()["ports"][self.case.port]["queues"][str(self.case.queue)]
 
     def drops(self) -> int:
         """The watchdog's drops on the case's queue."""
@@ -151,7 +152,8 @@ def timer_accuracy(bench: Bench, record: Record, storms: int = TIMER_STORMS) -> 
     poll] and restore time (RESTORE - its last PFC frame) in [restoration_time,
     restoration_time + poll]. The storms start at times spread over a poll interval (the
     k-th (k + 1/2)/``storms`` of one after a poll: the watchdog polls every interval from
-    the previous restore), so the detect times sample the whole range. Returns the measured times, seconds, per storm."""
+    the previous restore), so the detect times sample the whole range. Returns the measured
+    times, seconds, per storm."""
     dut, t, case = bench.dut, bench.timers, bench.case
     length = t.detect + t.poll + t.margin
     record(timer_lines(dut.config, case) + [
