@@ -5,7 +5,7 @@ import pytest
 
 from rocelab.checks.sonic_mgmt import cases, snappi
 from rocelab.checks.sonic_mgmt.dut import Dut, Flow, PfcHeard
-from rocelab.fabric.model.pause import PauseState, PfcSender
+from rocelab.fabric.model.pause import PfcSender
 from rocelab.labs import topology
 
 FRAME = 1024
@@ -71,30 +71,24 @@ def test_lossless_pause_fails_when_the_dut_sends_no_pfc_upstream(node, lossless,
         snappi.pause(dut, plan)
 
 
-def honour_only_pfc_enabled(dut, port, monkeypatch):
-    """The receive side SONiC configures: PFC heard only on pfc_enable priorities, no
-    802.3x PAUSE on a PFC port."""
-    pause = egress(dut, port).pause
-    enabled = dut.config.qos.port_qos[port].pfc_enable
-    for p in range(8):
-        if p not in enabled:
-            pause.ignore(p, True, dut.now)
-    monkeypatch.setattr(PauseState, "on_pause", lambda self, quanta, now: None)
+def obey(dut, port, global_pause: bool):
+    """The defect: a PFC port that obeys 802.3x PAUSE (it takes itself for a port without
+    PFC), or PFC on every priority (the switch model's receive side before it honoured
+    pfc_enable)."""
+    egress(dut, port).pause._pfc_enabled = [not global_pause] * 8
 
 
-def test_lossy_pause_and_global_pause_fail_on_a_dut_that_obeys_them(node, lossy, lossless,
-                                                                    monkeypatch):
-    """The switch model pauses a queue for PFC on any priority and for 802.3x PAUSE; these
-    cases expect a SONiC port to ignore both, so they fail on it and pass once the port
-    honours only its pfc_enable priorities."""
-    # the 802.3x case first: the fix patches PauseState for the rest of the test
+def test_lossy_pause_and_global_pause_pass_and_fail_on_a_dut_that_obeys_them(node, lossy,
+                                                                           lossless):
+    """A SONiC port ignores PFC on priorities without pfc_enable and 802.3x PAUSE; the
+    cases pass on the model and fail on a port that obeys either."""
     for case, kw in ((lossless, {"global_pause_frames": True}), (lossy, {})):
         plan = snappi.pause_plan(node.config, case, FRAME, paused=False, **kw)
-        with pytest.raises(AssertionError, match="left during the storm; expected all"):
-            snappi.pause(Dut(node), plan)
+        snappi.pause(Dut(node), plan)
         dut = Dut(node)
-        honour_only_pfc_enabled(dut, case.dst, monkeypatch)
-        snappi.pause(dut, plan)
+        obey(dut, case.dst, global_pause="global_pause_frames" in kw)
+        with pytest.raises(AssertionError, match="left during the storm; expected all"):
+            snappi.pause(dut, plan)
 
 
 def test_headroom_holds_and_fails_when_the_pg_headroom_is_smaller(node, lossless):
