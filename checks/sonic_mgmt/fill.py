@@ -30,8 +30,6 @@ class Derived:
     steps: tuple[str, ...]
 
 
-# --- the arithmetic --------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Bound:
     """One limit on the shared bytes of a PG or queue: ``static`` bytes (``shift`` None), or
@@ -79,22 +77,21 @@ Segment = tuple[int, int | None, int, int]
 
 
 def first_over(bounds: Sequence[Bound], u: int, b: int,
-                segments: Sequence[Segment]) -> tuple[int, Bound]:
-    """The first frame k whose shared bytes ``u k + b`` pass one of ``bounds``, and which."""
-    best: tuple[int, Bound] | None = None
+               segments: Sequence[Segment]) -> tuple[int, Bound]:
+    """The first frame k whose shared bytes ``u k + b`` pass one of ``bounds``, and which
+    (the earlier bound on a tie); the last segment has no end, so every bound has one."""
+    hits = []
     for bound in bounds:
         for lo, hi, a, w in segments:
             k = max(lo, bound.first(u, b, a, w))
             if hi is None or k <= hi:
-                if best is None or k < best[0]:
-                    best = (k, bound)
+                hits.append((k, bound))
                 break
-    assert best is not None, "the last segment has no end"
-    return best
+    return min(hits, key=lambda hit: hit[0])
 
 
 def threshold(profile: BufferProfile, pool: BufferPool, owner: str, port_share: bool = False
-               ) -> tuple[Bound, str]:
+              ) -> tuple[Bound, str]:
     """A profile's threshold as a bound (SAI: ``static_th`` 0 is the pool's size), and the
     line saying so."""
     name = f"BUFFER_PROFILE|{profile.name}"
@@ -112,7 +109,7 @@ def threshold(profile: BufferProfile, pool: BufferPool, owner: str, port_share: 
 
 
 def port_share(config: SwitchConfig, port: str, pool: BufferPool, ingress: bool
-           ) -> tuple[int, Bound | None, tuple[str, ...]]:
+               ) -> tuple[int, Bound | None, tuple[str, ...]]:
     """The port's reservation in ``pool`` and its threshold there, from its profile list."""
     table = "BUFFER_PORT_INGRESS_PROFILE_LIST" if ingress else "BUFFER_PORT_EGRESS_PROFILE_LIST"
     lists = config.qos.port_ingress_profiles if ingress else config.qos.port_egress_profiles
@@ -155,6 +152,8 @@ def pfc_priorities(config: SwitchConfig, port: str, pg: int) -> frozenset[int]:
 
 
 def pg_limits(config: SwitchConfig, port: str, pg: int) -> PgLimits:
+    """The PG's profile (or the model's default), its lossless state, reserved bytes,
+    headroom and bounds, as the switch model builds its ``PgBuffer``."""
     if port not in config.ports:
         raise ValueError(f"{config.path}: PORT|{port}: no such port")
     if not 0 <= pg < NUM_PGS:
@@ -191,8 +190,8 @@ def pg_limits(config: SwitchConfig, port: str, pg: int) -> PgLimits:
     port_reserved, port_bound, port_lines = port_share(config, port, pool, ingress=True)
     steps += port_lines
     return PgLimits(port, pg, bool(priorities), reserved, xoff if priorities else 0,
-               profile.xon or 0, profile.xon_offset or 0, pool, port_reserved,
-               (own,) + ((port_bound,) if port_bound else ()), tuple(steps))
+                    profile.xon or 0, profile.xon_offset or 0, pool, port_reserved,
+                    (own,) + ((port_bound,) if port_bound else ()), tuple(steps))
 
 
 @dataclass(frozen=True)
@@ -288,7 +287,7 @@ def fill_pg(pg: PgLimits, frame: int, others: Others = Others()) -> Fill:
     steps.append(f"headroom {headroom} B ({source}); the XOFF frame puts {beyond} B there"
                  + ("" if kept else ": it does not fit and is dropped"))
     return Fill(pg, frame, others, base, event, hit, before + (max(room, 0) if kept else 0),
-                 beyond if kept else 0, headroom, kept, tuple(steps))
+                beyond if kept else 0, headroom, kept, tuple(steps))
 
 
 # --- the egress side -------------------------------------------------------------------------
@@ -332,12 +331,12 @@ def queue_limits(config: SwitchConfig, port: str, queue: int) -> QueueLimits | N
              f"{pool.name} (size {pool.size}, type {pool.type}): reserved {profile.size} B",
              line, *port_lines)
     return QueueLimits(port, queue, profile.size, port_reserved, pool,
-                  (own,) + ((port_bound,) if port_bound else ()), steps)
+                       (own,) + ((port_bound,) if port_bound else ()), steps)
 
 
 def queue_drop(q: QueueLimits, fill: Fill) -> tuple[int, Bound, str]:
     """The first frame the queue drops, of a lossy stream nothing else holds it against
-    (frames before the ingress drop): the arithmetic of ``_fill``; in a ``both`` pool the
+    (frames before the ingress drop): the arithmetic of ``fill_pg``; in a ``both`` pool the
     queue's limit reads the free bytes the PG's own shared bytes leave."""
     frame = fill.frame
     start = q.base // frame + 1
@@ -357,11 +356,13 @@ def queue_drop(q: QueueLimits, fill: Fill) -> tuple[int, Bound, str]:
 
 
 def egress_holds(config: SwitchConfig, dst: str, loads: dict[int, list[tuple[PgLimits, int]]],
-                  ingress_shared: dict[str, int]) -> None:
+                 ingress_shared: dict[str, int]) -> None:
     """Refuse, naming the bound, when a limited egress queue of ``dst`` might drop lossless
     frames: ``loads`` gives per queue the (PG, bytes) it receives, ``ingress_shared`` each
-    ingress pool's shared bytes at the end. Checked at the fullest point: pools only fill
-    while nothing leaves, so a bound the end state keeps was never passed."""
+    ingress pool's shared bytes at the end. Checked at the fullest point (pools only fill
+    while nothing leaves, so a bound the end state keeps was never passed), and with the
+    port's reservation left out (its queues share it): shared bytes are over-counted, never
+    under-counted."""
     queues = {n: queue_limits(config, dst, n) for n in loads}
     pooled: dict[str, int] = dict(ingress_shared)
     port_shared: dict[str, int] = {}
@@ -370,12 +371,13 @@ def egress_holds(config: SwitchConfig, dst: str, loads: dict[int, list[tuple[PgL
         if q is None:
             continue
         counted = {q.counted(pg) for pg, _ in loads[n]}
-        if len(counted) > 1:
-            raise ValueError(f"{config.path}: BUFFER_QUEUE|{dst}|{n}: takes frames counted in "
-                             f"its pool {q.pool.name} at ingress and others not: not derived")
-        shared[n] = max(sum(b for _, b in loads[n]) - q.base, 0)
+        if len(counted) > 1 or (not counted.pop() and q.pool.name in ingress_shared):
+            raise ValueError(f"{config.path}: BUFFER_QUEUE|{dst}|{n}: its pool {q.pool.name} "
+                             "holds frames of PGs in other pools, which its own PGs' limits "
+                             "would see: not derived")
+        shared[n] = max(sum(b for _, b in loads[n]) - q.reserved, 0)
         port_shared[q.pool.name] = port_shared.get(q.pool.name, 0) + shared[n]
-        if not counted.pop():
+        if not q.counted(loads[n][0][0]):
             pooled[q.pool.name] = pooled.get(q.pool.name, 0) + shared[n]
     for n, q in queues.items():
         if q is None or not shared[n]:
