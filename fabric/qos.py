@@ -41,6 +41,15 @@ def port_setting(qos: Qos, port: str, field: str) -> tuple[frozenset[int], str]:
     return frozenset(), ""
 
 
+def priorities_of_pg(qos: Qos, port: str, pg: int) -> list[int]:
+    """The priorities ``pg`` of ``port`` sends PFC for: those its ``pfc_to_pg_map`` (the port's
+    own or global's) sends to that PG; priority p -> PG p without a map."""
+    name, _ = bound(qos, port, "pfc_to_pg_map")
+    if name is None:
+        return [pg]
+    return [prio for prio, target in qos.pfc_priority_to_pg[name].items() if target == pg]
+
+
 def qos_ports(config: SwitchConfig) -> list[str]:
     """The ports QoS applies to: every port with a PORT_QOS_MAP entry, or every port when
     there is a global one. Sorted by port number, as SONiC lists them."""

@@ -46,7 +46,7 @@ def _stream(config: SwitchConfig, src_port: str, pg: int, frame_bytes: int, dst_
     if fill.pg.lossless:
         kept = fill.accepted(fill.drop) * frame_bytes
         egress_holds(config, dst_port, {queue: [(fill.pg, kept)]},
-                      {fill.pg.pool.name: fill.held(fill.drop)[2]})
+                     {fill.pg.pool.name: fill.held(fill.drop)[2]})
     return fill, q
 
 

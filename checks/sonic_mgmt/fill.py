@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ...fabric.config import BufferPool, BufferProfile, SwitchConfig
-from ...fabric.qos import bound as bound_map, port_setting
+from ...fabric.qos import port_setting, priorities_of_pg
 from ..thresholds import NO_PROFILE, pg_profile
 
 NUM_PGS = NUM_QUEUES = 8
@@ -142,15 +142,6 @@ class PgLimits:
     steps: tuple[str, ...]
 
 
-def pfc_priorities(config: SwitchConfig, port: str, pg: int) -> frozenset[int]:
-    """The PFC-enabled priorities that pause ``pg`` (``pfc_to_pg_map``, identity without)."""
-    enabled, _ = port_setting(config.qos, port, "pfc_enable")
-    name, _ = bound_map(config.qos, port, "pfc_to_pg_map")
-    mapped = ({p for p, target in config.qos.pfc_priority_to_pg[name].items() if target == pg}
-              if name else {pg})
-    return enabled & frozenset(mapped)
-
-
 def pg_limits(config: SwitchConfig, port: str, pg: int) -> PgLimits:
     """The PG's profile (or the model's default), its lossless state, reserved bytes,
     headroom and bounds, as the switch model builds its ``PgBuffer``."""
@@ -167,7 +158,9 @@ def pg_limits(config: SwitchConfig, port: str, pg: int) -> PgLimits:
     if pool.type == "egress":
         raise ValueError(f"{config.path}: {where}: profile {profile.name} is in the egress "
                          f"pool {pool.name}; a PG needs an ingress pool")
-    priorities = pfc_priorities(config, port, pg) if profile.name != NO_PROFILE else set()
+    enabled, _ = port_setting(config.qos, port, "pfc_enable")
+    priorities = (enabled.intersection(priorities_of_pg(config.qos, port, pg))
+                  if profile.name != NO_PROFILE else set())
     steps = [f"{where} -> " + (f"BUFFER_PROFILE|{profile.name}" if profile.name != NO_PROFILE
                                else "no entry: dynamic_th 0, no reserved bytes")
              + f" in BUFFER_POOL|{pool.name} (size {pool.size}, type {pool.type})",

@@ -42,12 +42,13 @@ and draw on the same ``SharedPool``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import NamedTuple
 
 from ..config import BufferProfile, Qos
 from .counters import NUM_PGS
 from .port_buffers import PortPool, port_pools
-from ..qos import bound, port_setting
+from ..qos import port_setting, priorities_of_pg
 
 # What admit decided (strings, so they read well in counters and traces; the drop ones
 # are the drop reasons).
@@ -415,7 +416,7 @@ class IngressBuffers:
         pools = {name: SharedPool(name, pool.size, pool.xoff)
                  for name, pool in qos.buffer_pools.items() if pool.type != "egress"}
         default_pool = next(iter(pools.values()), None) or SharedPool(UNLIMITED_POOL, 1 << 62)
-        priorities_of = pg_priorities or _config_pg_priorities(qos)
+        priorities_of = pg_priorities or partial(priorities_of_pg, qos)
         pgs: dict[str, list[PgBuffer]] = {}
         shares: dict[str, dict[str, PortPool]] = {}
         for port in ports:
@@ -493,17 +494,3 @@ class IngressBuffers:
             "pgs": {port: {str(b.pg): b.as_dict(now) for b in buffers}
                     for port, buffers in self._pgs.items()},
         }
-
-
-def _config_pg_priorities(qos: Qos) -> PgPriorities:
-    """(port, pg) -> the priorities the port's ``pfc_to_pg_map`` (its own or global's) sends
-    to that PG; identity without a map."""
-
-    def priorities(port: str, pg: int) -> Iterable[int]:
-        name, _ = bound(qos, port, "pfc_to_pg_map")
-        if name is None:
-            return (pg,)
-        return [prio for prio, target in qos.pfc_priority_to_pg[name].items() if target == pg]
-
-    return priorities
-
