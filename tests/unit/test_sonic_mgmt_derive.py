@@ -411,6 +411,13 @@ def test_what_is_not_derived_is_refused_in_one_line(call, message):
     assert str(e.value).startswith(config.path) and "\n" not in str(e.value)
 
 
+def test_a_pg_no_ingress_pool_limits_is_refused():
+    config, _ = sweep_config(0)
+    bare = SwitchConfig("bare.json", "sw", "02:00:00:00:00:01", ports=config.ports)
+    with pytest.raises(ValueError, match=r"^bare.json: BUFFER_PG\|Ethernet0\|3: no ingress "):
+        derive.trig_egr_drp(bare, SRC, PG, 1024, DST, QUEUE)
+
+
 def test_a_lossless_stream_a_small_egress_queue_would_drop_is_refused():
     config = leaf1(**SHRUNK, **{"BUFFER_POOL|egress_lossless_pool": {"size": 50_000}})
     with pytest.raises(ValueError, match="BUFFER_QUEUE.*may drop lossless frames.*not derived"):
