@@ -114,3 +114,73 @@ def pfc_xon_limit(dut: Dut, case: PortCase, frame_bytes: int, sent: int,
     assert not after, f"{case.id}: PFC after XON: quanta {after}"
     return [f"{sent} packets held, XOFF sent {len(xoffs)} time(s)",
             f"TX enabled: XON after {left} packets left"]
+
+
+def quarter_steps(start: int, end: int) -> list[int]:
+    """sonic-mgmt's watermark walk: cumulative packet counts from ``start`` to ``end`` in
+    four steps, then one past ``end`` (the overflow step)."""
+    span = max(end - start, 0)
+    counts = sorted({start + span * i // 4 for i in range(5)} | {end + 1})
+    return [c for c in counts if c > 0]
+
+
+def watermark_walk(dut: Dut, case: PortCase, frame: bytes, counts: list[int],
+                   read, expected) -> list[str]:
+    """Send up to each cumulative count in ``counts`` (dst TX disabled) and compare the
+    watermark ``read(counters)`` with ``expected(count)`` exactly after each step; after the
+    last (the overflow step, whose packet is dropped) as sonic-mgmt bounds it, up to one
+    packet more (``(exp + margin + occupancy) x cell``, margin 0): a packet dropped at the
+    egress queue has passed through the ingress PG's buffer on the way."""
+    dut.set_tx(case.dst, False)
+    seen, sent = [], 0
+    for count in counts:
+        dut.send(case.src, frame, count - sent)
+        sent = count
+        got, want = read(dut.read()), expected(count)
+        seen.append(f"after {count} packets: {got} B (expected {want} B)")
+        slack = len(frame) if count == counts[-1] else 0
+        assert want <= got <= want + slack, \
+            f"{case.id}: after {count} packets the watermark is {got} B, expected {want} B" \
+            + (f" to {want + slack} B" if slack else "")
+    return seen
+
+
+def headroom_pool(dut: Dut, sources: list[PortCase], plans, frame_bytes: int,
+                  watermark: bool) -> list[str]:
+    """HdrmPoolSizeTest, exact: the PGs of ``sources`` filled one after another into one dst
+    with TX disabled, each to its derived XOFF packet (PFC exactly there) and then its
+    headroom (no drop); the last PG's next packet is dropped at ingress. ``watermark``:
+    also the shared headroom pool's watermark after each PG (HeadroomPoolWatermark)."""
+    dut.set_tx(sources[0].dst, False)
+    seen = []
+    for case, plan in zip(sources, plans):
+        frame = dut.packet(case.src, case.dst, case.dscp, frame_bytes, ecn=1)
+        trig, full = plan.trig_pfc.value, plan.hdrm_full.value
+        before = _stage(dut, case, frame, trig - 1)
+        assert before.pfc_tx == 0 and before.ingress_drops == 0, \
+            f"{case.id}: PFC or a drop before packet {trig}: {before}"
+        at = _stage(dut, case, frame, 1)
+        assert at.pfc_tx > 0, f"{case.id}: packet {trig} sent no PFC"
+        if plan.drop.value == trig:  # no headroom left for the XOFF packet itself
+            assert at.ingress_drops == 1, f"{case.id}: packet {trig} was not dropped: {at}"
+            seen.append(f"{case.src} PG {case.pg}: XOFF and drop at packet {trig}")
+            continue
+        held = _stage(dut, case, frame, full)
+        assert at.ingress_drops == 0 and held.ingress_drops == 0, \
+            f"{case.id}: a drop while the headroom filled ({full} packets): {held}"
+        pool = dut.read()["pools"]
+        headroom = sum(p["headroom_peak"] for p in pool.values())
+        seen.append(f"{case.src} PG {case.pg}: XOFF at {trig}, {full} more into headroom, "
+                    f"headroom pool watermark {headroom} B")
+        if watermark:
+            assert headroom == plan.headroom_pool.value, \
+                f"{case.id}: headroom pool watermark {headroom} B after this PG, expected " \
+                f"{plan.headroom_pool.value} B"
+    last, plan = sources[-1], plans[-1]
+    if plan.drop.value != plan.trig_pfc.value:
+        frame = dut.packet(last.src, last.dst, last.dscp, frame_bytes, ecn=1)
+        over = _stage(dut, last, frame, 1)
+        assert over.ingress_drops == 1 and over.pg_drops == 1, \
+            f"{last.id}: packet {plan.drop.value} was not dropped at ingress: {over}"
+        seen.append(f"{last.src} PG {last.pg}: packet {plan.drop.value} dropped")
+    return seen

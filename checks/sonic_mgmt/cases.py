@@ -170,3 +170,18 @@ def _filled_by(node: Node, port: str, queue: int, prios: tuple[int, ...]) -> Wat
             f"(DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP on {port})"))
     _, _, dscp, src = min(found)
     return WatchdogCase(node.name, port, queue, prios, src, dscp)
+
+
+def headroom_pool_sources(node: Node) -> tuple[str, list[PortCase]]:
+    """HdrmPoolSizeTest's layout on one switch: its last wired port is the dst, every other
+    wired port a src with each of its lossless PGs (the lowest DSCP landing in it)."""
+    ports = wired(node)
+    dst, out = ports[-1], []
+    for src in ports[:-1]:
+        seen: set[int] = set()
+        for dscp in DSCPS:
+            c = case(node, src, dst, dscp)
+            if c.pg not in seen and pauses_sender(node.config, src, c.tc):
+                seen.add(c.pg)
+                out.append(c)
+    return dst, out

@@ -83,6 +83,8 @@ class Dut:
         self.run(self.now + 0.001)
         for capture in self.captures.values():
             capture.frames.clear()
+        for kind in ("pg", "queue"):  # as sonic-mgmt clears them before a case
+            self.switch.clear_watermarks(kind)
 
     # --- the PTF side -----------------------------------------------------------------
 
