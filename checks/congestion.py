@@ -14,29 +14,22 @@ brought up under another name next to it and always taken down again.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import re
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from . import plots
 from .deadlock import fabric_wall
 from .thresholds import egress_fill, ingress_fill
+from .variants import keep_configs, variant
 from ..fabric import afpacket
-from ..fabric.buffermgrd import pinned
-from ..fabric.client import MIN_FRAMES_FOR_P99, fidelity
+from ..fabric.client import MIN_FRAMES_FOR_P99, closest, fidelity
 from ..fabric.config import SwitchConfig
 from ..fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
-from ..labs import lock
 from ..labs.lab import Lab
-from ..labs.topology import Topology
 from ..nic.settings import NicSettings
 from ..traffic import patterns
 from ..nic.roce import PFC_DST
@@ -44,6 +37,7 @@ from ..nic.roce import PFC_DST
 TRACE_INTERVAL_MS = 2.0
 OVERLOAD = 1.5
 TIME_LIMIT_X = 4  # a run's time limit, in times its bytes take at line rate
+RERUN_SCALE = 2.0  # a live scenario that lost fidelity runs once more at this x S
 PFC_DST_BYTES = bytes.fromhex(PFC_DST.replace(":", ""))
 PFC_ONLY = afpacket.dst_mac_filter(PFC_DST_BYTES)
 
@@ -319,8 +313,14 @@ def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Obser
         for s in switches:
             lab.agent(s).trace_stop()
     seen.after = {s: lab.agent(s).counters() for s in switches}
-    problems = [f"{s}: {p}" for s in switches for p in fidelity(seen.after[s])["problems"]]
-    seen.fidelity = {"ok": not problems, "problems": problems, "runtime": lab.runtime_name,
+    problems, worst = [], None
+    for s in switches:
+        verdict = fidelity(seen.after[s])
+        problems += [f"{s}: {p}" for p in verdict["problems"]]
+        if (w := verdict.get("worst")) is not None:
+            worst = closest(worst, f"{s} {w['where']}", w["what"], w["p99_s"], w["bound_s"])
+    seen.fidelity = {"ok": not problems, "problems": problems, "worst": worst,
+                     "runtime": lab.runtime_name,
                      "time_scale": max((lab.node_time_scale(n.name)
                                         for n in lab.topology.switches), default=None)}
     (out / "counters.json").write_text(json.dumps({"before": seen.before,
@@ -329,11 +329,37 @@ def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Obser
 
 def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
                qps: int, nic: patterns.NicOverrides | None = None, timeout_s: float = 90.0,
-               dscp: int | None = None, startup_s: float = 0.0) -> Run:
+               dscp: int | None = None, startup_s: float = 0.0, rerun: bool = True,
+               on_purpose: str | None = None) -> Run:
     """Run the incast observed (PFC captured on every upstream wire of the congested
     switch: it leaves on whichever ingress PG reached XOFF), evidence in ``folder/name``.
     ``startup_s``: every switch's counters are also read that many fabric seconds into the
-    run (``lab.wait``: the lab's own clock), so that figures can leave the start-up out."""
+    run (``lab.wait``: the lab's own clock), so that figures can leave the start-up out.
+
+    A live run that lost fidelity is run once more, with ``rerun``, on a copy of the lab
+    at RERUN_SCALE x its time scale (every rate slower, so agents and endpoints keep up more
+    easily): that run decides, and its fidelity names the first (``rerun_of``). Only if it
+    too loses fidelity is the scenario left undecided. ``on_purpose``: problems containing
+    it are the scenario's doing (a headroom cut on purpose), not lost fidelity."""
+    run = _run_incast(lab, incast, folder, name, size=size, count=count, qps=qps, nic=nic,
+                      timeout_s=timeout_s, dscp=dscp, startup_s=startup_s)
+    if on_purpose:
+        kept = [p for p in run.fidelity["problems"] if on_purpose not in p]
+        run.fidelity.update(problems=kept, ok=not kept)
+    if run.fidelity["ok"] or not rerun or lab.runtime_name == "sim":
+        return run
+    with variant(lab, "slower", folder, keep_configs, scale=RERUN_SCALE) as slower:
+        again = run_incast(slower, incast, folder, f"{name}-slower", size=size, count=count,
+                           qps=qps, nic=nic, timeout_s=timeout_s * RERUN_SCALE, dscp=dscp,
+                           startup_s=startup_s, rerun=False, on_purpose=on_purpose)
+    again.fidelity["rerun_of"] = {"name": name, "time_scale": run.fidelity.get("time_scale"),
+                                  "factor": RERUN_SCALE, "problems": run.fidelity["problems"]}
+    return again
+
+
+def _run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
+                qps: int, nic: patterns.NicOverrides | None, timeout_s: float,
+                dscp: int | None, startup_s: float) -> Run:
     out = folder / name
     if dscp is not None:
         every = (nic or {}).get("*", {})
@@ -346,9 +372,11 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
             lab.wait(lab.wall_s(startup_s * lab.node_time_scale(incast.receiver)))
             startup = {s: lab.agent(s).counters() for s in seen.before}
         result = running.wait()
-    problems = seen.fidelity["problems"] + endpoint_problems(result)
+    problems, worst = endpoint_problems(result, seen.fidelity.get("worst"))
+    problems = seen.fidelity["problems"] + problems
     run = Run(**{**vars(seen), "fidelity": {**seen.fidelity, "ok": not problems,
-                                            "problems": problems}}, name=name, result=result,
+                                            "problems": problems, "worst": worst}},
+              name=name, result=result,
               startup_s=startup_s, startup=startup)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
     if startup:
@@ -357,13 +385,15 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
     return run
 
 
-def endpoint_problems(result: dict) -> list[str]:
+def endpoint_problems(result: dict, worst: dict | None = None
+                      ) -> tuple[list[str], dict | None]:
     """Where the hosts' endpoints lost fidelity: frames the kernel dropped under them, and a
     p99 arrival lateness (the NIC got a frame later than its last bit crossed the cable,
     over at least MIN_FRAMES_FOR_P99 releases; an endpoint without a cable: its ingress lag)
     beyond one MTU frame time, the switches' own rule (``fabric.client.fidelity``); a late
     endpoint that ran without real-time scheduling (``fabric.realtime``) says why.
-    Simulated endpoints report neither: they cannot lag."""
+    Simulated endpoints report neither: they cannot lag. Also the p99 nearest its bound,
+    starting from the switches' ``worst``."""
     problems = []
     for host, report in result["hosts"].items():
         if report.get("kernel_rx_drops"):
@@ -372,12 +402,14 @@ def endpoint_problems(result: dict) -> list[str]:
         key, what = ("arrival_lateness", "arrival lateness") if "arrival_lateness" in report \
             else ("ingress_lag", "ingress lag")
         lag, frame_s = report.get(key) or {}, report.get("mtu_frame_s")
+        if frame_s and lag.get("count", 0) >= MIN_FRAMES_FOR_P99:
+            worst = closest(worst, f"{host} endpoint", what, lag["p99_s"], frame_s)
         if frame_s and lag.get("count", 0) >= MIN_FRAMES_FOR_P99 and lag["p99_s"] > frame_s:
             scheduling = report.get("scheduling", "")
             problems.append(f"{host}: p99 {what} {lag['p99_s'] * 1e3:.2f} ms > one MTU "
                             f"frame ({frame_s * 1e3:.2f} ms) under its endpoint"
                             + (f" ({scheduling})" if scheduling.startswith("normal") else ""))
-    return problems
+    return problems, worst
 
 
 def draw(run: Run, incast: Incast) -> list[Path]:
@@ -389,56 +421,3 @@ def draw(run: Run, incast: Incast) -> list[Path]:
                              run.folder / "queues.png", thresholds, pg_ports=inputs),
             plots.pause_timeline(run.all_traces(), run.folder / "pauses.png"),
             plots.flow_plot(run.result["flows"], run.folder / "flows.png")]
-
-
-# --------------------------------------------------------------------------- lab variants
-
-
-def edit_configs(clab: Path, edit: Callable[[dict], None], topology: Topology) -> None:
-    """``edit`` applied to each switch's config_db.json in the copy ``clab`` of
-    ``topology``, after the lossless PGs buffermgrd made at boot are written into it
-    (``fabric.buffermgrd.pinned``): the edit sees the config the switch runs."""
-    for node in topology.switches:
-        path = clab.parent / node.config_path.relative_to(topology.path.parent)
-        data = json.loads(path.read_text())
-        if node.config is not None:
-            pinned(data, node.config)
-        edit(data)
-        path.write_text(json.dumps(data, indent=2) + "\n")
-
-
-def variant_name(lab: str, suffix: str) -> str:
-    """``<lab>-<suffix>-<tag>``, the lab's part shortened so that the whole is a valid lab
-    name (32 characters at most) whatever the lab's length. The tag hashes both: a variant
-    never takes its lab's name, nor the name of another lab's variant with the same
-    shortened prefix."""
-    if not re.fullmatch(r"[a-z0-9]{1,12}", suffix):
-        raise ValueError(f"variant suffix {suffix!r}: 1 to 12 lowercase letters or digits")
-    tag = hashlib.sha256(f"{lab}/{suffix}".encode()).hexdigest()[:6]
-    keep = 32 - len(suffix) - len(tag) - 2
-    return f"{lab[:keep]}-{suffix}-{tag}"
-
-
-@contextmanager
-def variant(lab: Lab, suffix: str, folder: Path, edit: Callable[[dict], None]) -> Iterator[Lab]:
-    """A copy of ``lab`` with edited switch configs, up for the block (in ``lab``'s runtime)
-    and down after it (its agent logs kept in its folder), holding its lock all along.
-    Recorded as ``lab``'s variant, so that ``invoke check`` and ``lab.cleanup`` remove one a
-    killed run left."""
-    source = Path(lab.topology_path)
-    name = variant_name(lab.name, suffix)
-    with lock.hold(name, exclusive=True):
-        copy = folder / name
-        if copy.exists():
-            shutil.rmtree(copy)
-        shutil.copytree(source.parent, copy, ignore=shutil.ignore_patterns("*.clab.yml"))
-        doc = yaml.safe_load(source.read_text())
-        doc["name"] = name
-        clab = copy / f"{name}.clab.yml"
-        clab.write_text(yaml.safe_dump(doc, sort_keys=False))
-        edit_configs(clab, edit, lab.topology)
-        other = lab.variant(str(clab))
-        try:
-            yield other
-        finally:
-            other.down(logs=copy / "agent-logs")

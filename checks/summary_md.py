@@ -50,10 +50,16 @@ def verdict(checks: list[dict]) -> str:
 
 def fidelity_warnings(checks: list[dict]) -> list[str]:
     """A line per check whose emulation did not keep up: its result may not hold on a
-    real fabric."""
+    real fabric; and one per check a slower rerun decided (``congestion.run_incast``)."""
     out = []
     for check in checks:
         fidelity = check.get("fidelity") or {}
+        first = fidelity.get("rerun_of")
+        if first:
+            out.append(f"- **{check.get('name')}**: decided on a rerun at {first.get('factor')} x S: "
+                       f"the first run at S = {first.get('time_scale')} lost fidelity ("
+                       + ("; ".join(str(p) for p in first.get("problems") or []) or "no details")
+                       + ")")
         if fidelity.get("ok", True) and not fidelity.get("problems"):
             continue
         problems = "; ".join(str(p) for p in fidelity.get("problems") or []) or "no details"

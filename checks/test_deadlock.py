@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocelab.checks import congestion as cg
+from rocelab.checks import variants
 from rocelab.checks import deadlock as dl
 from rocelab.checks.report import record_fidelity
 from rocelab.fabric.client import fidelity
@@ -81,7 +81,7 @@ def test_deadlock_forms(request, lab, scenario, deadlock_dir, evidence):
     cycle of lossless queues holds bytes, sends nothing and stays paused, and nothing is
     dropped anywhere; flows on healthy paths are stuck too (victims)."""
     topo = lab.topology
-    with cg.variant(lab, "nowd", deadlock_dir, actions.without_watchdog) as other:
+    with variants.variant(lab, "nowd", deadlock_dir, actions.without_watchdog) as other:
         start, formed, result = run(other, scenario, dl.fabric_wall(topo, FORM_FABRIC_S))
         other.wait(dl.fabric_wall(topo, HOLD_FABRIC_S))
         held = counters(other)
@@ -123,7 +123,7 @@ def test_watchdog_breaks_deadlock(request, lab, scenario, deadlock_dir, evidence
                     f"+ polls at S = {lab.node_time_scale(scenario.switch):g} is {span:.0f} s "
                     f"of wall time here (limit {dl.LIVE_WAIT_LIMIT_S:.0f} s); run it with "
                     "--runtime sim")
-    with cg.variant(lab, "wd", deadlock_dir, actions.as_shipped) as other:
+    with variants.variant(lab, "wd", deadlock_dir, actions.as_shipped) as other:
         start, end, result = run(other, scenario, span)
         other.wait(dl.fabric_wall(topo, HOLD_FABRIC_S))
         after = counters(other)
@@ -153,7 +153,7 @@ def test_up_down_routing_never_deadlocks(request, lab, scenario, deadlock_dir, e
     routes. No queue is stuck, the watchdog never fires, the failed path's traffic is
     dropped as no_route, and every flow on a healthy path completes."""
     topo = lab.topology
-    with cg.variant(lab, "updown", deadlock_dir, dl.up_down_routing) as other:
+    with variants.variant(lab, "updown", deadlock_dir, dl.up_down_routing) as other:
         start, end, result = run(other, scenario, dl.fabric_wall(topo, FORM_FABRIC_S))
         other.wait(dl.fabric_wall(topo, HOLD_FABRIC_S))
         held = counters(other)

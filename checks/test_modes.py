@@ -23,6 +23,7 @@ import json
 import pytest
 
 from rocelab.checks import congestion as cg
+from rocelab.checks import variants
 from rocelab.checks import victim as vm
 from rocelab.checks.report import record_evidence, record_fidelity
 from rocelab.labs import actions
@@ -133,9 +134,9 @@ def modes(lab, incast, results):
              "victim_links": scenario.why if scenario else None}
     table["lossless"] = measure(lab, incast, victim, folder, "lossless", None)
     table["pfc-only"] = measure(lab, incast, victim, folder, "pfc-only", DCQCN_OFF)
-    with cg.variant(lab, "semi", folder, edge_only_pfc(lab)) as other:
+    with variants.variant(lab, "semi", folder, edge_only_pfc(lab)) as other:
         table["semi-lossless"] = measure(other, incast, victim, folder, "semi-lossless", None)
-    with cg.variant(lab, "lossy", folder, actions.without_pfc) as other:
+    with variants.variant(lab, "lossy", folder, actions.without_pfc) as other:
         table["lossy"] = measure(other, incast, victim, folder, "lossy", None)
     (folder / "modes.json").write_text(json.dumps(table, indent=1) + "\n")
     return {**table, "file": folder / "modes.json"}

@@ -28,7 +28,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from rocelab.checks import congestion as cg
+from rocelab.checks import variants
 from rocelab.checks import reference as ref
 from rocelab.checks.report import record_evidence
 from rocelab.fabric.model.frames import pfc_frame
@@ -66,7 +66,7 @@ def fresh(lab, evidence):
     40G split 66/31 % after test_lossless_incast had run, 49/48 % on a fresh lab)."""
     with ExitStack() as stack:
         yield lambda: stack.enter_context(
-            cg.variant(lab, "reference", evidence.path("lab"), actions.as_shipped))
+            variants.variant(lab, "reference", evidence.path("lab"), actions.as_shipped))
 
 
 def scenario(scenarios: dict, name: str) -> dict:

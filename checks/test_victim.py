@@ -19,6 +19,7 @@ import json
 import pytest
 
 from rocelab.checks import congestion as cg
+from rocelab.checks import variants
 from rocelab.checks import victim as vm
 from rocelab.checks.report import record_evidence, record_fidelity
 from rocelab.labs import actions
@@ -91,7 +92,7 @@ def figures(lab, scenario, results):
     size = incast.message_size(QPS, MESSAGES, mtu) * VOLUME
     # on a fresh copy: the runs' start phases, and so DCQCN's outcome, must not depend on
     # which checks ran on the lab before
-    with cg.variant(lab, "victim", folder, actions.as_shipped) as fresh:
+    with variants.variant(lab, "victim", folder, actions.as_shipped) as fresh:
         alone = patterns.run(fresh, [victim.flow(size * QPS, MESSAGES)],
                              pattern="victim-alone", timeout_s=120, nic=DCQCN_OFF)
         table = {"victim": f"{victim.src}->{victim.dst}", "congested": f"{incast.switch} "

@@ -111,7 +111,7 @@ def fidelity(counters: dict) -> dict:
     the verdict, not fidelity."""
     if counters.get("virtual_time"):
         return {"ok": True, "problems": []}
-    problems = []
+    problems, worst = [], None
     paced = counters.get("time_scale") is not None
     for name, port in counters.get("ports", {}).items():
         if port.get("kernel_rx_drops"):
@@ -127,8 +127,20 @@ def fidelity(counters: dict) -> dict:
             else ("ingress_lag", "ingress lag")
         for key, what in (("lateness", "lateness"), lag):
             late = block.get(key, {})
-            if paced and late.get("count", 0) >= MIN_FRAMES_FOR_P99 \
-                    and late["p99_s"] > block["mtu_frame_s"]:
-                problems.append(f"{name}: p99 {what} {late['p99_s'] * 1e3:.2f} ms > one MTU "
-                                f"frame ({block['mtu_frame_s'] * 1e3:.2f} ms)")
-    return {"ok": not problems, "problems": problems}
+            if paced and late.get("count", 0) >= MIN_FRAMES_FOR_P99:
+                worst = closest(worst, name, what, late["p99_s"], block["mtu_frame_s"])
+                if late["p99_s"] > block["mtu_frame_s"]:
+                    problems.append(f"{name}: p99 {what} {late['p99_s'] * 1e3:.2f} ms > one "
+                                    f"MTU frame ({block['mtu_frame_s'] * 1e3:.2f} ms)")
+    return {"ok": not problems, "problems": problems, "worst": worst}
+
+
+def closest(worst: dict | None, where: str, what: str, p99_s: float,
+            bound_s: float) -> dict | None:
+    """The p99 lateness nearest its bound (one MTU frame time) so far: how much room a run
+    that kept fidelity had left, or how far one that lost it went."""
+    ratio = p99_s / bound_s if bound_s else float("inf")
+    if worst is not None and worst["ratio"] >= ratio:
+        return worst
+    return {"where": where, "what": what, "p99_s": p99_s, "bound_s": bound_s,
+            "ratio": round(ratio, 3)}

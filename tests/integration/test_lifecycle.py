@@ -128,12 +128,13 @@ def test_a_check_that_brings_the_lab_up_records_what_it_deployed(tmp_path):
 VARIANT_CHECK = """
 import threading
 from rocelab.checks import congestion as cg
+from rocelab.checks import variants
 from rocelab.labs import actions
 from rocelab.labs import live
 
 def test_variant(tmp_path):
     lab = live.running({lab!r})
-    with cg.variant(lab, "nopfc", tmp_path, actions.without_pfc) as other:
+    with variants.variant(lab, "nopfc", tmp_path, actions.without_pfc) as other:
         print("VARIANT_UP", other.name, flush=True)
         threading.Event().wait(120)
 """

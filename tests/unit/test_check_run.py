@@ -1,6 +1,6 @@
 """checks.run: a fresh results folder per run, a non-empty one refused, a provisional
 summary that says "incomplete", an interrupt forwarded to pytest and its teardown awaited;
-checks.congestion.variant_name: a variant never takes its lab's name."""
+checks.variants.variant_name: a variant never takes its lab's name."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ import pytest
 
 from rocelab.checks import report
 from rocelab.checks import run as runs
-from rocelab.checks.congestion import variant_name
+from rocelab.checks.variants import variant_name
 from rocelab.labs import state as states
 from rocelab.labs.errors import LabError
 from rocelab.labs.state import LabState

@@ -360,7 +360,7 @@ def test_watchdog_profile_is_validated():
 def test_fidelity_verdict_names_what_was_lost():
     from rocelab.fabric.client import fidelity
     sw = learned(leaf1(headroom_pool=0))
-    assert fidelity(sw.counters()) == {"ok": True, "problems": []}
+    assert fidelity(sw.counters()) == {"ok": True, "problems": [], "worst": None}
     blast_until_pfc(sw)
     for _ in range(60):
         sw.receive(H2_PORT, udp_frame(26), 0.0)
@@ -382,10 +382,12 @@ def test_clearing_fidelity_forgets_earlier_episodes_and_lateness_only():
         pass
     before = sw.counters()
     assert not fidelity(before)["ok"]
+    worst = fidelity(before)["worst"]
+    assert worst["where"] == H1_PORT and worst["what"] == "lateness" and worst["ratio"] > 1
     assert before["ports"][H1_PORT]["fidelity"]["lateness"]["count"] > 0
     sw.clear_fidelity()
     after = sw.counters()
-    assert fidelity(after) == {"ok": True, "problems": []}
+    assert fidelity(after) == {"ok": True, "problems": [], "worst": None}  # nothing timed
     assert after["ports"][H1_PORT]["fidelity"]["lateness"]["count"] == 0
     pg = after["ports"][H2_PORT]["pgs"]["3"]
     assert pg["after_xoff_max"] == 0

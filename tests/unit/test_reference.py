@@ -132,7 +132,8 @@ def test_endpoint_lag_beyond_a_frame_time_loses_fidelity():
                "mtu_frame_s": frame_s,
                "scheduling": "normal scheduling (SCHED_FIFO refused: Operation not permitted)"},
     }}
-    problems = congestion.endpoint_problems(result)
+    problems, worst = congestion.endpoint_problems(result)
+    assert worst["where"] == "h1 endpoint" and worst["ratio"] == 3.0  # the p99 furthest out
     assert problems == ["h1: p99 ingress lag 3.00 ms > one MTU frame (1.00 ms) under its "
                         "endpoint", "h4: 4 frames dropped in the kernel under its endpoint",
                         "h6: p99 arrival lateness 2.00 ms > one MTU frame (1.00 ms) under its "

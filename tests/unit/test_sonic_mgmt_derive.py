@@ -23,9 +23,7 @@ from rocelab.fabric.config_load import parse
 from rocelab.fabric.model import Switch
 from rocelab.fabric.model.buffers import IngressBuffers
 from rocelab.fabric.model.egress_buffers import egress_pools, queue_buffers
-from rocelab.fabric.model.frames import mac_bytes, pfc_frame
-from rocelab.fabric.model.pause import MAX_QUANTA
-from tests.unit.test_forwarding import H1, LEAF1_JSON
+from tests.unit.test_forwarding import LEAF1_JSON
 from tests.unit.test_lossless import H1_PORT, H2_PORT, S, learned, pfc_quanta, udp_frame
 
 SRC, DST = "Ethernet0", "Ethernet8"
@@ -292,10 +290,10 @@ def leaf1(**changes: dict) -> SwitchConfig:
 
 
 def stopped_switch(config: SwitchConfig) -> Switch:
-    """The switch with h1's port (Ethernet8) paused on every priority at time 0, which
-    stays: its TX is off, as sonic-mgmt's tests disable it."""
+    """The switch with h1's port (Ethernet8) TX disabled at time 0, as sonic-mgmt's tests
+    disable it."""
     sw = learned(Switch(config, time_scale=S))
-    sw.receive(H1_PORT, pfc_frame(mac_bytes(H1), {p: MAX_QUANTA for p in range(8)}), 0.0)
+    sw.set_tx_enabled(H1_PORT, False, 0.0)
     return sw
 
 
@@ -355,7 +353,7 @@ def test_leaf1_xon_after_the_derived_drain_in_the_switch():
     args = (config, H2_PORT, PG, 1024, H1_PORT, QUEUE)
     sent = derive.trig_pfc(*args).value + 20
     stream_events(sw, 26, 1024, sent)
-    sw.receive(H1_PORT, pfc_frame(mac_bytes(H1), {p: 0 for p in range(8)}), 0.0)  # TX on
+    sw.set_tx_enabled(H1_PORT, True, 0.0)
     drained, now = 0, 0.0
     while True:
         now = sw.next_send_time(H1_PORT)

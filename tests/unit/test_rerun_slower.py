@@ -1,0 +1,73 @@
+"""A live congestion scenario that lost fidelity is run once more on a copy of the lab at a
+larger time scale, and that run decides; a virtual-time one never is."""
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import yaml
+
+from rocelab.checks import congestion as cg
+from rocelab.checks import variants
+from rocelab.labs import topology
+from rocelab.labs.topology import TIME_SCALE_LABEL
+
+
+def fake(monkeypatch, slower_ok: bool):
+    calls = []
+
+    def run(lab, incast, folder, name, **kw):
+        calls.append((lab.name, name, kw["timeout_s"]))
+        ok = lab.name == "slow" and slower_ok
+        return SimpleNamespace(fidelity={"ok": ok, "problems": [] if ok else [f"{name}: late"],
+                                         "time_scale": 3000.0})
+
+    @contextmanager
+    def variant(lab, suffix, folder, edit, scale=1.0):
+        assert (suffix, scale, edit) == ("slower", cg.RERUN_SCALE, variants.keep_configs)
+        yield SimpleNamespace(name="slow", runtime_name=lab.runtime_name)
+
+    monkeypatch.setattr(cg, "_run_incast", run)
+    monkeypatch.setattr(cg, "variant", variant)
+    return calls
+
+
+def incast(runtime, tmp_path):
+    lab = SimpleNamespace(name="lab", runtime_name=runtime)
+    return cg.run_incast(lab, None, tmp_path, "x", size=1, count=1, qps=1, timeout_s=10.0)
+
+
+def test_a_live_run_that_lost_fidelity_is_decided_by_one_slower_rerun(monkeypatch, tmp_path):
+    calls = fake(monkeypatch, slower_ok=True)
+    run = incast("netns", tmp_path)
+    assert calls == [("lab", "x", 10.0), ("slow", "x-slower", 10.0 * cg.RERUN_SCALE)]
+    assert run.fidelity["ok"]
+    assert run.fidelity["rerun_of"] == {"name": "x", "time_scale": 3000.0,
+                                        "factor": cg.RERUN_SCALE, "problems": ["x: late"]}
+
+
+def test_only_one_rerun_and_it_may_stay_undecided(monkeypatch, tmp_path):
+    calls = fake(monkeypatch, slower_ok=False)
+    run = incast("netns", tmp_path)
+    assert len(calls) == 2 and not run.fidelity["ok"]
+    assert run.fidelity["problems"] == ["x-slower: late"]
+
+
+def test_virtual_time_never_reruns(monkeypatch, tmp_path):
+    calls = fake(monkeypatch, slower_ok=True)
+    assert not incast("sim", tmp_path).fidelity["ok"] and len(calls) == 1
+
+
+def test_the_slower_copy_scales_every_nodes_time_scale():
+    lab = topology.load("roce-v2-leafspine")
+    doc = yaml.safe_load(lab.path.read_text())
+    variants.scaled(doc, lab, 2.0)
+    for name, node in doc["topology"]["nodes"].items():
+        assert float(node["labels"][TIME_SCALE_LABEL]) == 2 * lab.nodes[name].time_scale
+
+
+def test_the_report_says_which_checks_a_rerun_decided(tmp_path):
+    from rocelab.checks.summary_md import fidelity_warnings
+    lines = fidelity_warnings([{"name": "test_x", "fidelity": {
+        "ok": True, "problems": [], "rerun_of": {"name": "x", "time_scale": 3000.0,
+                                                 "factor": 2.0, "problems": ["h2: late"]}}}])
+    assert lines == ["- **test_x**: decided on a rerun at 2.0 x S: the first run at S = "
+                     "3000.0 lost fidelity (h2: late)"]
