@@ -20,6 +20,7 @@ Checks report the two inconclusive kinds with ``inconclusive(reason)`` and
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,27 @@ def summary_of(folder: Path) -> dict | None:
     if not isinstance(found, dict):
         return {"status": "unreadable", "status_reason": f"{path}: not an object", "checks": []}
     return found
+
+
+def closing(summary: dict | None, folder: Path, lab: str) -> list[str]:
+    """A run's last lines: what was decided, where the report is, and for each check that
+    could not decide, the command that decides it (in virtual time, where the emulation
+    cannot fall behind)."""
+    report = folder / "summary.md"
+    if summary is None:
+        return [f"no summary: the checks did not run to the end (evidence in {folder})"]
+    checks = summary.get("checks") or []
+    counts = Counter("inconclusive" if undecided(c) else c.get("outcome") for c in checks)
+    parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "error", "inconclusive",
+                                          "skipped") if counts[k]]
+    lines = [f"decided: {', '.join(parts) or 'nothing'} (lab {lab}); report: {report}"]
+    for c in checks:
+        why = undecided(c)
+        if why:
+            name = str(c.get("name", "")).split("[")[0]
+            lines += [f"undecided: {c.get('name')}: {why}",
+                      f"  decide it: invoke check {lab} --runtime sim -k {name}"]
+    return lines
 
 
 def verdict_code(pytest_code: int, folder: Path) -> int:

@@ -10,7 +10,11 @@ scripts/install.sh
 .venv/bin/invoke lab.up "$LAB"
 .venv/bin/invoke lab.status --name "$LAB"
 .venv/bin/invoke lab.pingall --name "$LAB"
-.venv/bin/invoke check "$LAB"   # the report to read first: results/<lab>-<time>/summary.md
+# ends with what was decided, the report to read first (results/<lab>-<time>/summary.md)
+# and, for a check that could not decide, the command that decides it
+code=0
+.venv/bin/invoke check "$LAB" || code=$?
 echo
 echo "The lab stays up. Try: .venv/bin/invoke lab.exec h1 -- ping -c3 10.1.2.13"
 echo "Take it down with:    .venv/bin/invoke lab.down $LAB"
+exit "$code"

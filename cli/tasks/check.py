@@ -51,6 +51,8 @@ def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="",
     if code == USAGE:
         raise Exit("rocelab: pytest refused the run (a usage error, or no check matched -k); "
                    f"evidence in {folder}", code=USAGE)
+    for line in outcome.closing(outcome.summary_of(folder), folder, name):
+        console.print(line, highlight=False)
     if code == INCONCLUSIVE:
         summary = outcome.summary_of(folder) or {}
         reasons = [r for c_ in summary.get("checks") or [] if (r := outcome.undecided(c_))]

@@ -168,3 +168,21 @@ def test_inconclusive_runs_exit_3(tmp_path, pytest_code, counts, code):
     if counts is not None:
         (tmp_path / "summary.json").write_text(json.dumps({"counts": counts}))
     assert verdict_code(pytest_code, tmp_path) == code
+
+
+def test_closing_lines_say_what_was_decided_where_and_how_to_decide_the_rest(tmp_path):
+    from rocelab.checks.outcome import closing
+    summary = {"checks": [
+        {"name": "test_a", "outcome": "passed"},
+        {"name": "test_b[x]", "outcome": "skipped", "reason": "INCONCLUSIVE: h2 late"},
+        {"name": "test_c", "outcome": "passed", "fidelity": {"ok": False, "problems": ["p"]}},
+        {"name": "test_d", "outcome": "skipped", "reason": "no deadlock scenario"}]}
+    lines = closing(summary, tmp_path, "lab1")
+    assert lines[0] == (f"decided: 1 passed, 2 inconclusive, 1 skipped (lab lab1); report: "
+                        f"{tmp_path / 'summary.md'}")
+    assert lines[1:] == [
+        "undecided: test_b[x]: INCONCLUSIVE: h2 late",
+        "  decide it: invoke check lab1 --runtime sim -k test_b",
+        "undecided: test_c: passed, but the emulation lost fidelity: p",
+        "  decide it: invoke check lab1 --runtime sim -k test_c"]
+    assert closing(None, tmp_path, "lab1")[0].startswith("no summary")
