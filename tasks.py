@@ -18,14 +18,16 @@ def test(c, unit=False):
     raise Exit(code=subprocess.call(args))
 
 
-@task(help={"only": "comma list of lifecycle, forwarding, incast, sim, sim-suite "
-                     "(default: all)"})
-def bench(c, only=""):
+@task(help={"only": "comma list of lifecycle, forwarding, incast, sim, sim-suite, "
+                     "live-verdicts (default: all)",
+            "runs": "live-verdicts: back-to-back live check runs (default 10)"})
+def bench(c, only="", runs=10):
     """Benchmarks: lab.up/down against bare iproute2, agent forwarding against a bare relay,
-    incast fidelity against S, the simulator's speed and scale, and the check suite
-    simulated against live."""
+    incast fidelity against S, the simulator's speed and scale, the check suite simulated
+    against live, and the share of live check runs that decide every check."""
     names = [name for name in only.split(",") if name]
-    raise Exit(code=subprocess.call([sys.executable, "-m", "bench", *names]))
+    raise Exit(code=subprocess.call([sys.executable, "-m", "bench", *names,
+                                     "--runs", str(int(runs))]))
 
 
 ns = namespace()

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from bench import forwarding, incast, lifecycle, sim
+from bench import forwarding, incast, lifecycle, live_verdicts, sim
 
 
 def incast_table(cast: dict) -> Table:
@@ -32,7 +32,7 @@ def incast_table(cast: dict) -> Table:
     return table
 
 
-BENCHES = ("lifecycle", "forwarding", "incast", "sim", "sim-suite")
+BENCHES = ("lifecycle", "forwarding", "incast", "sim", "sim-suite", "live-verdicts")
 
 
 def sim_rows(table: Table, out: dict) -> None:
@@ -74,9 +74,38 @@ def suite_rows(table: Table, suite: dict) -> None:
                       f"on {run['cores']} cores", "", "")
 
 
+def verdict_rows(table: Table, out: dict) -> None:
+    """The live runs' share that decided every check, and per scenario how close its p99
+    lateness came to its bound (1.0: the bound, one MTU frame time)."""
+    runs = out["runs"]
+    table.add_row(f"live check runs deciding every check ({out['cores']} cores)",
+                  f"{sum(1 for r in runs if not r['undecided'])} of {len(runs)}",
+                  f"sim {out['sim']['wall_s']:.0f} s: "
+                  + ", ".join(f"{v} {k}" for k, v in out["sim"]["counts"].items() if v),
+                  f"{out['decided_share']:.0%}", ">= 90%")
+    differ = sorted({n for r in runs for n in r["differs_from_sim"]})
+    table.add_row("  decided verdicts differing from sim", ", ".join(differ) or "none", "",
+                  "", "none")
+    for r, n in zip(runs, range(1, len(runs) + 1)):
+        table.add_row(f"  run {n}: exit {r['exit']}, {r['wall_s']:.0f} s",
+                      ", ".join(r["undecided"]) or "all decided",
+                      f"machine {r['machine_busy']:.0%} busy",
+                      ("reruns: " + ", ".join(r["reruns"])) if r["reruns"] else "", "")
+    for name, s in out["scenarios"].items():
+        table.add_row(f"  {name}: p99 lateness / bound", f"max {s['max_ratio']:.2f}",
+                      f"median {s['median_ratio']:.2f} over {s['runs']} runs", "", "<= 1")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bench [lifecycle] [forwarding] [incast]``: the ones named, default all."""
-    chosen = (sys.argv[1:] if argv is None else argv) or list(BENCHES)
+    """``python -m bench [lifecycle] [forwarding] ... [--runs N]``: the ones named, default
+    all; ``--runs``: live-verdicts' number of check runs."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    runs = live_verdicts.RUNS
+    if "--runs" in args:
+        at = args.index("--runs")
+        runs = int(args[at + 1])
+        del args[at:at + 2]
+    chosen = args or list(BENCHES)
     unknown = [name for name in chosen if name not in BENCHES]
     if unknown:
         print(f"bench: unknown {', '.join(unknown)}; choose from {', '.join(BENCHES)}",
@@ -102,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     if "sim-suite" in chosen:
         with console.status("the default lab's check suite, simulated then live"):
             results["sim_suite"] = sim.suite()
+    if "live-verdicts" in chosen:
+        with console.status(f"the default lab's checks live, {runs} runs back to back"):
+            results["live_verdicts"] = live_verdicts.measure(runs)
     table = Table(title="rocelab benchmarks (medians; ratios against baselines of this run, "
                         "per round in brackets)")
     for col in ("measure", "value", "baseline", "ratio", "target"):
@@ -132,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         sim_rows(table, results["sim"])
     if "sim_suite" in results:
         suite_rows(table, results["sim_suite"])
+    if "live_verdicts" in results:
+        verdict_rows(table, results["live_verdicts"])
     console.print(table)
     if "incast" in results:
         console.print(incast_table(results["incast"]))
