@@ -74,34 +74,30 @@ def case(node: Node, src: str, dst: str, dscp: int) -> PortCase:
                     queue_of_tc(config, dst, tc)[0])
 
 
-def lossless_cases(topology: Topology) -> list[PortCase]:
-    """Per switch, per src port, per lossless PG (PFC on for the TC and a BUFFER_PG profile
-    with an xoff): the lowest DSCP that lands in it."""
-    out = []
-    for node in switches(topology):
-        for src, dst in pairs(node):
-            seen: set[int] = set()
-            for dscp in DSCPS:
-                c = case(node, src, dst, dscp)
-                if c.pg not in seen and pauses_sender(node.config, src, c.tc):
-                    seen.add(c.pg)
-                    out.append(c)
+def first_dscps(node: Node, src: str, dst: str, lossless: bool) -> list[PortCase]:
+    """The lowest DSCP from ``src`` to ``dst`` per lossless PG on ``src`` (PFC on for the
+    TC and a BUFFER_PG profile with an xoff), or per lossy queue on ``dst``."""
+    out, seen = [], set()
+    for dscp in DSCPS:
+        c = case(node, src, dst, dscp)
+        key = c.pg if lossless else c.queue
+        if key not in seen and pauses_sender(node.config, src, c.tc) == lossless:
+            seen.add(key)
+            out.append(c)
     return out
+
+
+def lossless_cases(topology: Topology) -> list[PortCase]:
+    """Per switch, per src port, per lossless PG: the lowest DSCP that lands in it."""
+    return [c for node in switches(topology) for src, dst in pairs(node)
+            for c in first_dscps(node, src, dst, lossless=True)]
 
 
 def lossy_cases(topology: Topology) -> list[PortCase]:
     """Per switch, per src port, per lossy egress queue a DSCP reaches: the lowest such
     DSCP (sonic-mgmt's lossy_queue_1 uses DSCP 8 -> queue 0)."""
-    out = []
-    for node in switches(topology):
-        for src, dst in pairs(node):
-            seen: set[int] = set()
-            for dscp in DSCPS:
-                c = case(node, src, dst, dscp)
-                if c.queue not in seen and not pauses_sender(node.config, src, c.tc):
-                    seen.add(c.queue)
-                    out.append(c)
-    return out
+    return [c for node in switches(topology) for src, dst in pairs(node)
+            for c in first_dscps(node, src, dst, lossless=False)]
 
 
 @dataclass(frozen=True)
@@ -176,12 +172,5 @@ def headroom_pool_sources(node: Node) -> tuple[str, list[PortCase]]:
     """HdrmPoolSizeTest's layout on one switch: its last wired port is the dst, every other
     wired port a src with each of its lossless PGs (the lowest DSCP landing in it)."""
     ports = wired(node)
-    dst, out = ports[-1], []
-    for src in ports[:-1]:
-        seen: set[int] = set()
-        for dscp in DSCPS:
-            c = case(node, src, dst, dscp)
-            if c.pg not in seen and pauses_sender(node.config, src, c.tc):
-                seen.add(c.pg)
-                out.append(c)
-    return dst, out
+    dst = ports[-1]
+    return dst, [c for src in ports[:-1] for c in first_dscps(node, src, dst, lossless=True)]

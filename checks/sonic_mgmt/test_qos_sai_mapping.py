@@ -8,51 +8,47 @@ from rocelab.checks.report import record_derivation
 from rocelab.fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
 
 
-def testQosSaiDscpQueueMapping(pair, dut_of, frame_bytes, request):
-    """DscpMappingPB: a packet for each DSCP 0..63, every one received on dst; each egress
-    queue's TX delta == the DSCPs DSCP_TO_TC_MAP and TC_TO_QUEUE_MAP send to it."""
+def _sweep(pair, dut_of, frame_bytes, request, side: str, kind: str, to_class) -> None:
+    """A packet per DSCP 0..63 from src to dst, one at a time (a mapping case congests
+    nothing); the ``kind`` counters of ``side`` rise by the DSCPs ``to_class(tc)`` sends
+    to each, as DSCP_TO_TC_MAP and then ``to_class``'s map say."""
     dut = dut_of(pair.switch)
-    config = dut.config
     expected: Counter[int] = Counter()
     lines = []
     for dscp in range(64):
-        tc, dscp_map = tc_of_dscp(config, pair.src, dscp)
-        queue, queue_map = queue_of_tc(config, pair.dst, tc)
-        expected[queue] += 1
-        lines.append(f"DSCP_TO_TC_MAP|{dscp_map} {dscp} -> TC {tc}; "
-                     f"TC_TO_QUEUE_MAP|{queue_map} on {pair.dst} -> queue {queue}")
+        tc, dscp_map = tc_of_dscp(dut.config, pair.src, dscp)
+        index, line = to_class(dut.config, tc)
+        expected[index] += 1
+        lines.append(f"DSCP_TO_TC_MAP|{dscp_map} {dscp} -> TC {tc}; {line}")
     record_derivation(request, lines)
-    before = dut.read()["ports"][pair.dst]["queues"]
-    for dscp in range(64):
-        dut.send(pair.src, dut.packet(pair.src, pair.dst, dscp, frame_bytes, ident=dscp))
-        dut.settle()  # one at a time: a mapping case congests nothing
-    after = dut.read()["ports"][pair.dst]["queues"]
-    got = {q: after[str(q)]["tx_packets"] - before[str(q)]["tx_packets"] for q in range(8)}
-    assert len(dut.captures[pair.dst].frames) == 64, \
-        f"{len(dut.captures[pair.dst].frames)} of 64 packets reached {pair.dst}"
-    assert got == {q: expected.get(q, 0) for q in range(8)}, \
-        f"per-queue TX on {pair.dst}: {got}, expected {dict(sorted(expected.items()))}"
-
-
-def testQosSaiDscpToPgMapping(pair, dut_of, frame_bytes, request):
-    """DscpToPgMapping: for each PG, a packet per DSCP mapped to it; each PG's packet
-    counter on src rises by exactly that many."""
-    dut = dut_of(pair.switch)
-    config = dut.config
-    expected: Counter[int] = Counter()
-    lines = []
-    for dscp in range(64):
-        tc, dscp_map = tc_of_dscp(config, pair.src, dscp)
-        pg, pg_map = pg_of_tc(config, pair.src, tc)
-        expected[pg] += 1
-        lines.append(f"DSCP_TO_TC_MAP|{dscp_map} {dscp} -> TC {tc}; "
-                     f"TC_TO_PRIORITY_GROUP_MAP|{pg_map} on {pair.src} -> PG {pg}")
-    record_derivation(request, lines)
-    before = dut.read()["ports"][pair.src]["pgs"]
+    port = pair.dst if side == "dst" else pair.src
+    field = "tx_packets" if kind == "queues" else "rx_packets"
+    before = dut.read()["ports"][port][kind]
     for dscp in range(64):
         dut.send(pair.src, dut.packet(pair.src, pair.dst, dscp, frame_bytes, ident=dscp))
         dut.settle()
-    after = dut.read()["ports"][pair.src]["pgs"]
-    got = {pg: after[str(pg)]["rx_packets"] - before[str(pg)]["rx_packets"] for pg in range(8)}
-    assert got == {pg: expected.get(pg, 0) for pg in range(8)}, \
-        f"per-PG packets on {pair.src}: {got}, expected {dict(sorted(expected.items()))}"
+    after = dut.read()["ports"][port][kind]
+    got = {i: after[str(i)][field] - before[str(i)][field] for i in range(8)}
+    if kind == "queues":
+        arrived = len(dut.captures[pair.dst].frames)
+        assert arrived == 64, f"{arrived} of 64 packets reached {pair.dst}"
+    assert got == {i: expected.get(i, 0) for i in range(8)}, \
+        f"per-{kind[:-1]} counts on {port}: {got}, expected {dict(sorted(expected.items()))}"
+
+
+def testQosSaiDscpQueueMapping(pair, dut_of, frame_bytes, request):
+    """DscpMappingPB: every packet received on dst; each egress queue's TX delta == the
+    DSCPs DSCP_TO_TC_MAP and TC_TO_QUEUE_MAP send to it."""
+    def queue(config, tc):
+        q, name = queue_of_tc(config, pair.dst, tc)
+        return q, f"TC_TO_QUEUE_MAP|{name} on {pair.dst} -> queue {q}"
+    _sweep(pair, dut_of, frame_bytes, request, "dst", "queues", queue)
+
+
+def testQosSaiDscpToPgMapping(pair, dut_of, frame_bytes, request):
+    """DscpToPgMapping: each PG's packet counter on src rises by exactly the DSCPs
+    DSCP_TO_TC_MAP and TC_TO_PRIORITY_GROUP_MAP send to it."""
+    def pg(config, tc):
+        p, name = pg_of_tc(config, pair.src, tc)
+        return p, f"TC_TO_PRIORITY_GROUP_MAP|{name} on {pair.src} -> PG {p}"
+    _sweep(pair, dut_of, frame_bytes, request, "src", "pgs", pg)
