@@ -19,6 +19,7 @@ wrong number.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 from dataclasses import dataclass
 
 from ...fabric.config import SwitchConfig
@@ -39,15 +40,47 @@ def _frame(config: SwitchConfig, frame_bytes: int) -> int:
     return frame_bytes
 
 
+TAG_BYTES = 4  # an 802.1Q tag
+
+
+class Egress(NamedTuple):
+    """A frame's bytes in the dst queue, and why they differ from its ingress bytes."""
+
+    bytes: int
+    steps: tuple[str, ...]
+
+
+def _tagging(config: SwitchConfig, port: str) -> str:
+    tagged = any(v.members.get(port) == "tagged" for v in config.vlans.values())
+    return "tagged" if tagged else "untagged"
+
+
+def egress_frame(config: SwitchConfig, src_port: str, frame_bytes: int,
+                 dst_port: str) -> Egress:
+    """A frame from ``src_port`` as it waits in a queue of ``dst_port``: the model charges a
+    queue the frame it sends, which carries a VLAN tag where dst is a tagged member
+    (VLAN_MEMBER tagging_mode) and none where only src was."""
+    src, dst = _tagging(config, src_port), _tagging(config, dst_port)
+    change = TAG_BYTES * ((dst == "tagged") - (src == "tagged"))
+    if not change:
+        return Egress(frame_bytes, ())
+    return Egress(frame_bytes + change, (
+        f"VLAN_MEMBER tagging_mode: {src_port} {src}, {dst_port} {dst} -> the frame "
+        f"{'gains' if change > 0 else 'loses'} its tag: {frame_bytes + change} B in the "
+        f"queue, {frame_bytes} B at ingress",))
+
+
 def _stream(config: SwitchConfig, src_port: str, pg: int, frame_bytes: int, dst_port: str,
-            queue: int) -> tuple[Fill, QueueLimits | None]:
+            queue: int) -> tuple[Fill, QueueLimits | None, Egress]:
+    """The PG's fill, the queue's limits and the frame's bytes in the queue."""
     fill = fill_pg(pg_limits(config, src_port, pg), _frame(config, frame_bytes))
     q = queue_limits(config, dst_port, queue)
+    egress = egress_frame(config, src_port, frame_bytes, dst_port)
     if fill.pg.lossless:
-        kept = fill.accepted(fill.drop) * frame_bytes
+        kept = fill.accepted(fill.drop) * egress.bytes
         egress_holds(config, dst_port, {queue: [(fill.pg, kept)]},
                      {fill.pg.pool.name: fill.held(fill.drop)[2]})
-    return fill, q
+    return fill, q, egress
 
 
 def _lossless(fill: Fill, config: SwitchConfig, what: str) -> None:
@@ -60,7 +93,7 @@ def trig_pfc(config: SwitchConfig, src_port: str, pg: int, frame_bytes: int, dst
              queue: int) -> Derived:
     """``pkts_num_trig_pfc``: the 1-based frame whose arrival makes ``(src_port, pg)`` send
     XOFF, frames of ``frame_bytes`` to ``queue`` of ``dst_port``, whose TX is disabled."""
-    fill, _ = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
+    fill, _, _ = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
     _lossless(fill, config, "pkts_num_trig_pfc")
     return Derived(fill.event, (*fill.pg.steps, *_reference(config, fill.pg), *fill.steps[:-1],
                                 f"-> pkts_num_trig_pfc {fill.event} (frame {frame_bytes} B)"))
@@ -70,7 +103,7 @@ def trig_ingr_drp(config: SwitchConfig, src_port: str, pg: int, frame_bytes: int
                   dst_port: str, queue: int) -> Derived:
     """``pkts_num_trig_ingr_drp``: the 1-based frame first dropped at ingress, its headroom
     exhausted (same stream as ``trig_pfc``)."""
-    fill, _ = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
+    fill, _, _ = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
     _lossless(fill, config, "pkts_num_trig_ingr_drp")
     return Derived(fill.drop, (*fill.pg.steps, *fill.steps,
                                f"{fill.fits} more frames fit in the headroom"
@@ -82,7 +115,7 @@ def trig_egr_drp(config: SwitchConfig, src_port: str, pg: int, frame_bytes: int,
     """``pkts_num_trig_egr_drp`` of a lossy stream: the 1-based frame first dropped, at the
     ingress PG's limit or at the egress queue's (sonic-mgmt's min of the two), the queued
     frames holding their ingress bytes."""
-    fill, q = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
+    fill, q, egress = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
     if fill.pg.lossless:
         raise ValueError(f"{config.path}: BUFFER_PG|{src_port}|{pg}: the PG is lossless: "
                          "it pauses instead of dropping, no pkts_num_trig_egr_drp")
@@ -91,8 +124,8 @@ def trig_egr_drp(config: SwitchConfig, src_port: str, pg: int, frame_bytes: int,
     if q is None:
         steps.append(f"BUFFER_QUEUE|{dst_port}|{queue}: none, the queue is not limited")
     else:
-        k, _, line = queue_drop(q, fill)
-        steps += [*q.steps, line]
+        k, _, line = queue_drop(q, fill, egress.bytes)
+        steps += [*egress.steps, *q.steps, line]
         value = min(value, k)
     steps.append(f"-> pkts_num_trig_egr_drp {value} (frame {frame_bytes} B)")
     return Derived(value, tuple(steps))
@@ -104,7 +137,7 @@ def xon_drain(config: SwitchConfig, src_port: str, pg: int, frame_bytes: int, ds
     of the queued frames must leave before the PG sends XON. SAI's rule (``PgBuffer.try_xon``):
     headroom empty and reserved + shared at most ``max(xon, reserved + threshold -
     xon_offset)``, the threshold rising as the pool drains."""
-    fill, _ = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
+    fill, _, _ = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
     _lossless(fill, config, "XON")
     if sent < fill.event:  # (an XOFF frame dropped for want of headroom still sent XOFF)
         raise ValueError(f"{config.path}: BUFFER_PG|{src_port}|{pg}: {sent} frames sent, "
@@ -153,16 +186,16 @@ def watermarks(config: SwitchConfig, src_port: str, pg: int, frame_bytes: int, d
                queue: int, sent: int) -> Watermarks:
     """The watermarks after ``sent`` frames of the stream (``trig_pfc``'s, or a lossy one's:
     after its first drop every frame is dropped, at ingress or at the queue)."""
-    fill, q = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
-    steps = (*fill.pg.steps, *fill.steps)
+    fill, q, egress = _stream(config, src_port, pg, frame_bytes, dst_port, queue)
+    steps = (*fill.pg.steps, *fill.steps, *egress.steps)
     kept = fill.accepted(sent)
     if q is not None and not fill.pg.lossless:
-        k, _, line = queue_drop(q, fill)
+        k, _, line = queue_drop(q, fill, egress.bytes)
         kept = min(kept, k - 1, sent)
         steps += (*q.steps, line)
     held = fill.held(kept)
     shared, headroom = held[2], held[3]
-    queued = kept * frame_bytes
+    queued = kept * egress.bytes
     said = f"after {sent} frames ({kept} kept): "
 
     def derived(name: str, value: int, how: str) -> Derived:
@@ -179,7 +212,7 @@ def watermarks(config: SwitchConfig, src_port: str, pg: int, frame_bytes: int, d
             egress_pool = derived(f"BUFFER_POOL|{q.pool.name} shared", q_shared, "")
     return Watermarks(
         derived("PG shared", shared, ""), derived("PG headroom", headroom, ""),
-        derived("queue", queued, f" ({kept} x {frame_bytes})"), queue_shared,
+        derived("queue", queued, f" ({kept} x {egress.bytes})"), queue_shared,
         derived(f"BUFFER_POOL|{fill.pg.pool.name} shared", shared, ""),
         derived(f"BUFFER_POOL|{fill.pg.pool.name} headroom pool", shp, ""), egress_pool)
 
@@ -231,7 +264,8 @@ def headroom_pool_plan(config: SwitchConfig, sources: Sequence[tuple[str, int, i
         port_shared[key] = port_shared.get(key, 0) + shared
         if p.pool.xoff > 0:
             headroom_used[p.pool.name] = headroom_used.get(p.pool.name, 0) + headroom
-        loads.setdefault(queue, []).append((p, fill.accepted(sent) * frame_bytes))
+        egress = egress_frame(config, src_port, frame_bytes, dst_port).bytes
+        loads.setdefault(queue, []).append((p, fill.accepted(sent) * egress))
         steps = (*p.steps, *fill.steps)
         name = f"{src_port} PG {pg}"
         plans.append(PgPlan(

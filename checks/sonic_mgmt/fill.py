@@ -327,12 +327,15 @@ def queue_limits(config: SwitchConfig, port: str, queue: int) -> QueueLimits | N
                        (own,) + ((port_bound,) if port_bound else ()), steps)
 
 
-def queue_drop(q: QueueLimits, fill: Fill) -> tuple[int, Bound, str]:
+def queue_drop(q: QueueLimits, fill: Fill, egress: int | None = None) -> tuple[int, Bound, str]:
     """The first frame the queue drops, of a lossy stream nothing else holds it against
     (frames before the ingress drop): the arithmetic of ``fill_pg``; in a ``both`` pool the
-    queue's limit reads the free bytes the PG's own shared bytes leave."""
+    queue's limit reads the free bytes the PG's own shared bytes leave. ``egress``: the
+    frame's bytes in the queue, as it leaves (a VLAN tag added or removed), where they
+    differ from its ingress bytes (``fill.frame``)."""
     frame = fill.frame
-    start = q.base // frame + 1
+    out = egress or frame
+    start = q.base // out + 1
     size = q.pool.size
     if q.counted(fill.pg):  # pool use = the PG's shared bytes after the frame's ingress
         pg_start = fill.base // frame + 1
@@ -341,11 +344,11 @@ def queue_drop(q: QueueLimits, fill: Fill) -> tuple[int, Bound, str]:
                     if s[1] is None or s[0] <= s[1]]
         bounds = q.bounds
     else:
-        segments = [(start, start, size, 0), (start + 1, None, size + q.base + frame, frame)]
+        segments = [(start, start, size, 0), (start + 1, None, size + q.base + out, out)]
         bounds = (*q.bounds, Bound(f"BUFFER_POOL|{q.pool.name} size {size}", static=size))
-    k, hit = first_over(bounds, frame, -q.base, segments)
+    k, hit = first_over(bounds, out, -q.base, segments)
     return k, hit, (f"{hit.what} -> queue {q.queue} of {q.port} drops frame {k}: shared "
-                    f"{k * frame - q.base} would pass it")
+                    f"{k * out - q.base} would pass it")
 
 
 def egress_holds(config: SwitchConfig, dst: str, loads: dict[int, list[tuple[PgLimits, int]]],
