@@ -112,6 +112,7 @@ class PausePlan:
     background: dict[int, int]  # queue -> DSCP
     seconds: float
     paused: bool  # the test flow must be stopped (a lossless prio) or pass untouched
+    rate: float = TEST_RATE  # the test flow's share of src's line rate, as the background's
     lines: list[str] = field(default_factory=list)
 
 
@@ -121,9 +122,13 @@ def pause_plan(config: SwitchConfig, case: PortCase, frame_bytes: int, paused: b
     the storm pauses the test flow's queue on dst (PFC on its priorities, or 802.3x);
     lossless runs until the test PG must reach XOFF at the test rate (so the DUT's
     back-pressure shows), the others for one pause time (refreshed at half-time, a
-    storm honoured holds the queue throughout)."""
+    storm honoured holds the queue throughout). The rates are shares of the slower port's
+    line rate, as snappi's shares of a Tx port are on testbeds of one speed: the background
+    must fit dst."""
     lines = [f"DSCP {case.dscp} -> TC {case.tc} -> PG {case.pg} on {case.src}, queue "
              f"{case.queue} on {case.dst} ({'lossless' if paused else 'lossy'})"]
+    rate, line = slower_share(config, case.src, case.dst, TEST_RATE)
+    lines += line
     if global_pause_frames:
         stormed, skip = None, {case.queue}
         lines.append(f"storm: 802.3x PAUSE into {case.dst}, {MAX_QUANTA} quanta, two per "
@@ -141,38 +146,54 @@ def pause_plan(config: SwitchConfig, case: PortCase, frame_bytes: int, paused: b
     seconds = pause_seconds(config, case.dst)
     if paused:
         fill, why = xoff_fill_bytes(config, case.src, case.pg)
-        to_xoff = fill / (TEST_RATE * line_rate(config, case.src, frame_bytes))
+        to_xoff = fill / (rate * line_rate(config, case.src, frame_bytes))
         lines.append(why)
         seconds = max(seconds, 1.2 * to_xoff)
-        lines.append(f"at {TEST_RATE:.0%} of {case.src}'s line rate: {to_xoff * 1e3:.3f} ms "
+        lines.append(f"at {rate:.1%} of {case.src}'s line rate: {to_xoff * 1e3:.3f} ms "
                      f"to XOFF; run x 1.2 -> {seconds * 1e3:.3f} ms")
     else:
         lines.append(f"run: one pause time of {case.dst} -> {seconds * 1e3:.3f} ms")
+    lines.append(f"the storm outlasts the flows by one pause time of {case.dst} (snappi stops "
+                 "it after them): what they sent can leave while it lasts")
     return PausePlan(case.src, case.dst, frame_bytes, case.dscp, case.tc, stormed,
-                     background, seconds, paused, lines)
+                     background, seconds, paused, rate, lines)
+
+
+def slower_share(config: SwitchConfig, src: str, dst: str,
+                 share: float) -> tuple[float, list[str]]:
+    """``share`` of the slower of src's and dst's line rates, as a share of src's (with the
+    line saying so where dst is the slower)."""
+    s, d = config.ports[src].speed_mbps, config.ports[dst].speed_mbps
+    if d >= s:
+        return share, []
+    rate = share * d / s
+    return rate, [f"PORT speed: {src} {s} Mb/s, {dst} {d} Mb/s -> {share:.0%} of {dst}'s "
+                  f"line rate is {rate:.2%} of {src}'s"]
 
 
 def pause(dut: Dut, plan: PausePlan) -> None:
     """The storm starts, then the test flow (45 %) and background flows (45 % together);
-    after the run and a drain: a paused test flow got nothing through and the DUT sent PFC
+    the storm stops a pause time after them; after a drain: a paused test flow got nothing through and the DUT sent PFC
     for it upstream (and for no other priority); an unpaused one lost nothing and no PFC was
     sent; background flows lost nothing."""
     src, dst = plan.src, plan.dst
     storm_flow = global_pause(dut, dst) if plan.storm is None else storm(dut, dst, plan.storm)
     begin = (len(storm_flow.frame) + WIRE_OVERHEAD) * 8 / dut._speed_bps(dst)
     test = Flow(src, dut.packet(src, dst, plan.dscp, plan.frame_bytes, ECT1, ident=1),
-                TEST_RATE, plan.priority, begin)
+                plan.rate, plan.priority, begin)
     bg = [Flow(src, dut.packet(src, dst, dscp, plan.frame_bytes, ECT1, ident=10 + q),
-               TEST_RATE / len(plan.background), tc_of_dscp(dut.config, src, dscp)[0], begin)
+               plan.rate / len(plan.background), tc_of_dscp(dut.config, src, dscp)[0], begin)
           for q, dscp in plan.background.items()]
     pfc_before = list(dut.read()["ports"][src]["pfc_tx"])
     start = len(dut.captures[dst].frames)
     dut.traffic([storm_flow, test, *bg], plan.seconds)
+    dut.traffic([storm_flow], pause_seconds(dut.config, dst))
+    storm_end = dut.now
     dut.run(dut.now + DRAIN_S)  # the storm has stopped: paused queues drain too
     counters = dut.read()["ports"]
     got = dut.idents(dst, start)
     pfc_tx = [a - b for a, b in zip(counters[src]["pfc_tx"], pfc_before)]
-    received_while = _received_before(dut, dst, start, 1, storm_end=dut.now - DRAIN_S)
+    received_while = _received_before(dut, dst, start, 1, storm_end)
     lost = {f"DSCP {dscp}": (f.sent, got[10 + q]) for (q, dscp), f
             in zip(plan.background.items(), bg) if got[10 + q] != f.sent}
     assert not lost, f"{dut.name} {src}->{dst}: background flows (sent, received) {lost}; " \
@@ -305,20 +326,29 @@ class M2oPlan:
 def m2o_plan(config: SwitchConfig, case: PortCase, ports: list[str],
              frame_bytes: int) -> M2oPlan:
     """test_m2o_oversubscribe_lossless: src and another port into dst, the lossless class
-    at line rate each (2:1 oversubscribed), long enough for a PG to reach XOFF with both
-    sharing the dst's line rate."""
+    at line rate each (oversubscribed: the first other port whose speed and src's together
+    pass dst's), long enough for src's PG to reach XOFF while the two share dst's line rate
+    in proportion to their rates (one FIFO queue)."""
     others = [p for p in ports if p not in (case.src, case.dst)]
     if not others:
         raise Unsupported(f"{case.switch}: {len(ports)} wired ports; many-to-one needs a "
                           "second src")
-    srcs = (case.src, others[0])
+    rate = {p: line_rate(config, p, frame_bytes) for p in (case.src, case.dst, *others)}
+    over = [p for p in others if rate[case.src] + rate[p] > rate[case.dst]]
+    if not over:
+        speeds = ", ".join(f"{p} {config.ports[p].speed_mbps}" for p in (case.src, *others))
+        raise Unsupported(f"{case.switch}: PORT speed (Mb/s) {speeds}: no two srcs together "
+                          f"pass {case.dst}'s {config.ports[case.dst].speed_mbps}: nothing "
+                          "to oversubscribe it")
+    srcs = (case.src, over[0])
     fill, why = xoff_fill_bytes(config, case.src, case.pg)
-    gain = line_rate(config, case.src, frame_bytes) - line_rate(config, case.dst, frame_bytes) / 2
+    total = rate[case.src] + rate[over[0]]
+    gain = rate[case.src] * (1 - rate[case.dst] / total)
     seconds = 1.5 * fill / gain
     lines = [f"srcs {list(srcs)} -> {case.dst}, DSCP {case.dscp} (TC {case.tc}, lossless), "
              "100 % each", why,
-             f"each PG gains {gain / 1e9:.2f} GB/s (its line rate - half of {case.dst}'s): "
-             f"run 1.5 x {fill / gain * 1e3:.3f} ms = {seconds * 1e3:.3f} ms"]
+             f"{case.src}'s PG gains {gain / 1e9:.2f} GB/s (its line rate less its share of "
+             f"{case.dst}'s): run 1.5 x {fill / gain * 1e3:.3f} ms = {seconds * 1e3:.3f} ms"]
     return M2oPlan(srcs, case.dst, frame_bytes, case.dscp, case.tc, 1.0, seconds, lines)
 
 
