@@ -174,3 +174,42 @@ def headroom_pool_sources(node: Node) -> tuple[str, list[PortCase]]:
     ports = wired(node)
     dst = ports[-1]
     return dst, [c for src in ports[:-1] for c in first_dscps(node, src, dst, lossless=True)]
+
+
+@dataclass(frozen=True)
+class WredCase:
+    """One queue of a dst port with a ``WRED_PROFILE`` (``QUEUE|<dst>|<q> wred_profile``)
+    and the flow into it: the lowest DSCP from src that lands there. ``missing`` names what
+    the config lacks (the case then skips), else ""."""
+
+    switch: str
+    flow: PortCase | None = None
+    profile: str = ""
+    missing: str = ""
+
+    @property
+    def id(self) -> str:
+        if self.flow is None:
+            return self.switch
+        return f"{self.flow.id}-{self.profile}"
+
+
+def wred_cases(topology: Topology) -> list[WredCase]:
+    """Per switch, per src port (``pairs``), per queue of its dst with a WRED profile that
+    a DSCP from src reaches; a switch with none as one case that skips."""
+    out = []
+    for node in switches(topology):
+        config: SwitchConfig = node.config
+        found = []
+        for src, dst in pairs(node):
+            seen: set[int] = set()
+            for dscp in DSCPS:
+                c = case(node, src, dst, dscp)
+                entry = config.qos.queues.get((dst, c.queue))
+                if c.queue not in seen and entry is not None and entry.wred_profile:
+                    seen.add(c.queue)
+                    found.append(WredCase(node.name, c, entry.wred_profile))
+        out += found or [WredCase(node.name, missing=(
+            f"{node.name}: no queue a DSCP reaches has a WRED profile "
+            "(QUEUE|<port>|<q> wred_profile)"))]
+    return out

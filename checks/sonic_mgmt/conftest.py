@@ -4,7 +4,8 @@ files in virtual time, one DUT per case, cases parametrized from the lab's confi
 A case takes ``lossless`` (a ``cases.PortCase`` per switch, src port and lossless PG),
 ``lossy`` (per switch, src port and lossy queue), ``pair`` (a ``cases.PortPair`` per switch
 and src port), ``watchdog`` (a ``cases.WatchdogCase`` per switch, port with a PFC watchdog
-and lossless queue) or ``switch`` (a lab switch with two wired ports or more), and builds its
+and lossless queue), ``wred`` (a ``cases.WredCase`` per switch, src port and dst
+queue with a WRED profile) or ``switch`` (a lab switch with two wired ports or more), and builds its
 DUT with ``dut_of`` (or ``dut_of_config``, reconfigured). Nothing about a lab is written in a
 case.
 """
@@ -42,7 +43,8 @@ def suite_topology(config: pytest.Config) -> Topology:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     makers = {"lossless": cases.lossless_cases, "lossy": cases.lossy_cases,
-              "pair": cases.port_pairs, "watchdog": cases.watchdog_cases}
+              "pair": cases.port_pairs, "watchdog": cases.watchdog_cases,
+              "wred": cases.wred_cases}
     for name, make in makers.items():
         if name in metafunc.fixturenames:
             found = make(suite_topology(metafunc.config))

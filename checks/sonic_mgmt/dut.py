@@ -72,7 +72,7 @@ class Dut:
         self.name = node.name
         self.config: SwitchConfig = node.config
         self.switch = Switch(self.config, time_scale=1.0,
-                             rand=random.Random(seed).random)
+                             rand=random.Random(seed).random, ecn_marking=node.ecn_marking)
         self.now = 0.0
         self.ports = list(node.ports.ports.values())  # the lab's wired ports, wiring order
         self.captures: dict[str, Capture] = {port: Capture() for port in self.ports}

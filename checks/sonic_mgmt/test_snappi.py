@@ -1,12 +1,13 @@
 """sonic-mgmt's snappi PFC cases (``tests/snappi_tests/pfc``) with PTF ports as the traffic
-generator: rate-based flows that honour the DUT's PFC, pause storms into the egress port.
-The logic is in ``snappi``."""
+generator: rate-based flows that honour the DUT's PFC, pause storms into the egress port; and
+its ECN cases (``tests/snappi_tests/ecn``).
+The logic is in ``snappi`` and ``ecn``."""
 from __future__ import annotations
 
 import pytest
 
 from rocelab.checks.report import record_derivation
-from rocelab.checks.sonic_mgmt import cases, snappi
+from rocelab.checks.sonic_mgmt import cases, ecn, snappi
 from rocelab.checks.sonic_mgmt.sched import Unsupported
 
 
@@ -54,3 +55,19 @@ def test_m2o_oversubscribe_lossless(lossless, dut_of, suite_lab, frame_bytes, re
     ports = cases.wired(suite_lab.nodes[lossless.switch])
     snappi.m2o_lossless(dut, _plan(request, snappi.m2o_plan, dut.config, lossless, ports,
                                    frame_bytes))
+
+
+def test_dequeue_ecn(wred, dut_of, suite_lab, frame_bytes, request):
+    """A queue held past its WRED max threshold and released: the first packet CE, the
+    last not (marking at dequeue)."""
+    dut = dut_of(wred.switch)
+    ecn.dequeue_ecn(dut, _plan(request, ecn.dequeue_plan, dut.config, wred, frame_bytes,
+                               suite_lab.nodes[wred.switch].ecn_marking))
+
+
+def test_red_accuracy(wred, dut_of, suite_lab, frame_bytes, request):
+    """Held rounds released: marks per queue-length bucket follow the WRED_PROFILE curve
+    within a binomial band."""
+    dut = dut_of(wred.switch)
+    ecn.red_accuracy(dut, _plan(request, ecn.red_plan, dut.config, wred, frame_bytes,
+                                suite_lab.nodes[wred.switch].ecn_marking))
