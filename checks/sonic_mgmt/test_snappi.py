@@ -1,13 +1,13 @@
 """sonic-mgmt's snappi PFC cases (``tests/snappi_tests/pfc``) with PTF ports as the traffic
 generator: rate-based flows that honour the DUT's PFC, pause storms into the egress port; and
 its ECN cases (``tests/snappi_tests/ecn``).
-The logic is in ``snappi`` and ``ecn``."""
+The logic is in ``snappi``, ``waterfill`` and ``ecn``."""
 from __future__ import annotations
 
 import pytest
 
 from rocelab.checks.report import record_derivation
-from rocelab.checks.sonic_mgmt import cases, ecn, snappi
+from rocelab.checks.sonic_mgmt import cases, ecn, snappi, waterfill
 from rocelab.checks.sonic_mgmt.sched import Unsupported
 
 
@@ -71,3 +71,21 @@ def test_red_accuracy(wred, dut_of, suite_lab, frame_bytes, request):
     dut = dut_of(wred.switch)
     ecn.red_accuracy(dut, _plan(request, ecn.red_plan, dut.config, wred, frame_bytes,
                                 suite_lab.nodes[wred.switch].ecn_marking))
+
+
+def test_m2o_oversubscribe_lossy(pair, dut_of, suite_lab, frame_bytes, request):
+    """Two srcs at line rate into one dst on its lossy queues: each queue served (and so
+    losing) as the DWRR water-fill of the SCHEDULER weights predicts; no PFC."""
+    dut = dut_of(pair.switch)
+    plan = _plan(request, waterfill.m2o_lossy_plan, dut.config, pair.switch, pair.src,
+                 pair.dst, cases.wired(suite_lab.nodes[pair.switch]), frame_bytes)
+    record_derivation(request, waterfill.m2o_lossy(dut, plan))
+
+
+def test_m2o_fluctuating_lossless(lossless, dut_of, suite_lab, frame_bytes, request):
+    """Lossless load from a second src switching on while lossy traffic congests dst:
+    lossless 0 loss, every queue at its water-fill rate."""
+    dut = dut_of(lossless.switch)
+    plan = _plan(request, waterfill.fluctuating_plan, dut.config, lossless,
+                 cases.wired(suite_lab.nodes[lossless.switch]), frame_bytes)
+    record_derivation(request, waterfill.fluctuating_lossless(dut, plan))

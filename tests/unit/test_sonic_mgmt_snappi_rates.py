@@ -1,0 +1,71 @@
+"""The rate cases of the sonic-mgmt suite (``checks.sonic_mgmt.waterfill``): the water-fill
+itself, and each case passing on the default lab's switch and failing once a defect is
+seeded in the model's scheduler."""
+import pytest
+
+from rocelab.checks.sonic_mgmt import cases, waterfill
+from rocelab.checks.sonic_mgmt.dut import Dut
+from rocelab.labs import topology
+
+FRAME = 1024
+
+
+@pytest.fixture(scope="module")
+def lab():
+    return topology.load("roce-v2-leafspine")
+
+
+@pytest.fixture
+def node(lab):
+    return lab.nodes["leaf1"]
+
+
+def test_water_fill_serves_strict_first_then_shares_by_weight_and_redistributes():
+    got = waterfill.water_fill(100.0, {7: 10.0, 0: 5.0, 1: 80.0, 2: 80.0},
+                               {0: 1, 1: 1, 2: 2}, strict={7})
+    # strict 10; 90 left: 0 asks 5 < 22.5 (its share); 85 left over weights 1:2
+    assert got == pytest.approx({7: 10.0, 0: 5.0, 1: 85 / 3, 2: 170 / 3})
+    assert waterfill.water_fill(10.0, {0: 2.0, 1: 3.0}, {0: 1, 1: 1}, set()) == \
+        {0: 2.0, 1: 3.0}
+    assert waterfill.water_fill(10.0, {6: 20.0, 0: 5.0}, {0: 1}, {6}) == {6: 10.0, 0: 0.0}
+
+
+def swap_quanta(dut, port, a, b):
+    """The defect: two queues' DWRR weights swapped in the model's scheduler."""
+    queues = dut.switch._ports[port].egress.scheduler.queues
+    queues[a].quantum, queues[b].quantum = queues[b].quantum, queues[a].quantum
+
+
+def lightest(config, port):
+    weight_of, _ = waterfill.weights(config, port)
+    return min(weight_of, key=weight_of.get)
+
+
+def test_m2o_lossy_passes_and_fails_with_weights_swapped(node):
+    ports = cases.wired(node)
+    plan = waterfill.m2o_lossy_plan(node.config, "leaf1", ports[0], ports[1], ports, FRAME)
+    lines = waterfill.m2o_lossy(Dut(node), plan)
+    assert any("water-fill" in line for line in lines)
+    heavy = max(plan.expected, key=plan.expected.get)
+    dut = Dut(node)
+    swap_quanta(dut, ports[1], heavy, lightest(node.config, ports[1]))
+    with pytest.raises(AssertionError, match="off the DWRR water-fill"):
+        waterfill.m2o_lossy(dut, plan)
+
+
+def test_m2o_cases_skip_with_two_ports(lab):
+    spine = lab.nodes["spine1"]
+    ports = cases.wired(spine)
+    with pytest.raises(waterfill.Unsupported, match="needs a second src"):
+        waterfill.m2o_lossy_plan(spine.config, "spine1", ports[0], ports[1], ports, FRAME)
+
+
+def test_m2o_fluctuating_lossless_passes_and_fails_with_weights_swapped(lab, node):
+    case = next(c for c in cases.lossless_cases(lab) if c.switch == "leaf1")
+    plan = waterfill.fluctuating_plan(node.config, case, cases.wired(node), FRAME)
+    assert [f.start for f in plan.flows if f.lossless][1] > 0
+    waterfill.fluctuating_lossless(Dut(node), plan)
+    dut = Dut(node)
+    swap_quanta(dut, case.dst, case.queue, lightest(node.config, case.dst))
+    with pytest.raises(AssertionError, match="off the DWRR water-fill"):
+        waterfill.fluctuating_lossless(dut, plan)
