@@ -1,13 +1,13 @@
 """sonic-mgmt's snappi PFC cases (``tests/snappi_tests/pfc``) with PTF ports as the traffic
 generator: rate-based flows that honour the DUT's PFC, pause storms into the egress port; and
-its ECN cases (``tests/snappi_tests/ecn``).
-The logic is in ``snappi``, ``waterfill`` and ``ecn``."""
+its ECN and RoCEv2 cases (``tests/snappi_tests/ecn``, ``rocev2``).
+The logic is in ``snappi``, ``waterfill``, ``rocev2`` and ``ecn``."""
 from __future__ import annotations
 
 import pytest
 
 from rocelab.checks.report import record_derivation
-from rocelab.checks.sonic_mgmt import cases, ecn, snappi, waterfill
+from rocelab.checks.sonic_mgmt import cases, ecn, rocev2, snappi, waterfill
 from rocelab.checks.sonic_mgmt.sched import Unsupported
 
 
@@ -89,3 +89,20 @@ def test_m2o_fluctuating_lossless(lossless, dut_of, suite_lab, frame_bytes, requ
     plan = _plan(request, waterfill.fluctuating_plan, dut.config, lossless,
                  cases.wired(suite_lab.nodes[lossless.switch]), frame_bytes)
     record_derivation(request, waterfill.fluctuating_lossless(dut, plan))
+
+
+def test_rocev2_basic_dp_no_congestion(pair, dut_of, frame_bytes, request):
+    """RoCEv2 frames on the lossless classes and a control class below line rate: all
+    delivered, no CE, no PFC, each class on its mapped queue."""
+    dut = dut_of(pair.switch)
+    rocev2.basic(dut, _plan(request, rocev2.basic_plan, dut.config, pair.switch, pair.src,
+                            pair.dst, frame_bytes))
+
+
+def test_rocev2_pfc_congestion_ai(pair, dut_of, suite_lab, frame_bytes, request):
+    """N:1 incast at line rate plus a lossy flow: lossless 0 loss with PFC on every used
+    lossless priority, none on lossy ones, the lossy flow loses, rates water-fill."""
+    dut = dut_of(pair.switch)
+    rocev2.congestion(dut, _plan(request, rocev2.congestion_plan, dut.config, pair.switch,
+                                 pair.src, pair.dst, cases.wired(suite_lab.nodes[pair.switch]),
+                                 frame_bytes))

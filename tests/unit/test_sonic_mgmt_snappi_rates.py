@@ -3,7 +3,7 @@ itself, and each case passing on the default lab's switch and failing once a def
 seeded in the model's scheduler."""
 import pytest
 
-from rocelab.checks.sonic_mgmt import cases, waterfill
+from rocelab.checks.sonic_mgmt import cases, rocev2, waterfill
 from rocelab.checks.sonic_mgmt.dut import Dut
 from rocelab.labs import topology
 
@@ -69,3 +69,33 @@ def test_m2o_fluctuating_lossless_passes_and_fails_with_weights_swapped(lab, nod
     swap_quanta(dut, case.dst, case.queue, lightest(node.config, case.dst))
     with pytest.raises(AssertionError, match="off the DWRR water-fill"):
         waterfill.fluctuating_lossless(dut, plan)
+
+
+def test_rocev2_basic_passes_and_fails_with_the_control_class_on_another_queue(node):
+    ports = cases.wired(node)
+    plan = rocev2.basic_plan(node.config, "leaf1", ports[0], ports[1], FRAME)
+    rocev2.basic(Dut(node), plan)
+    control = next(f for f in plan.flows if not f.lossless)
+    dut = Dut(node)
+    queue_of = dut.switch._ports[ports[1]].queue_of  # one DSCP's class remapped
+    queue_of[control.priority] = (control.queue + 1) % 8
+    with pytest.raises(AssertionError, match="per-queue TX"):
+        rocev2.basic(dut, plan)
+
+
+def test_rocev2_congestion_passes_and_fails_with_weights_swapped(node):
+    ports = cases.wired(node)
+    plan = rocev2.congestion_plan(node.config, "leaf1", ports[0], ports[1], ports, FRAME)
+    rocev2.congestion(Dut(node), plan)
+    dut = Dut(node)
+    lossless = next(f.queue for f in plan.flows if f.lossless)
+    swap_quanta(dut, ports[1], lossless, lightest(node.config, ports[1]))
+    with pytest.raises(AssertionError, match="expected loss under the incast|off the DWRR water-fill"):
+        rocev2.congestion(dut, plan)
+
+
+def test_rocev2_congestion_skips_with_two_ports(lab):
+    spine = lab.nodes["spine1"]
+    ports = cases.wired(spine)
+    with pytest.raises(waterfill.Unsupported, match="needs a lossless sender besides src"):
+        rocev2.congestion_plan(spine.config, "spine1", ports[0], ports[1], ports, FRAME)
