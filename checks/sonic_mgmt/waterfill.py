@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from ...fabric.config import SwitchConfig
 from ...fabric.model.wred import CE, ecn_field
 from ...fabric.qos import pauses_sender, pg_of_tc, queue_of_tc, tc_of_dscp
-from ..thresholds import shared_limit
+from ..thresholds import pg_profile, shared_limit
 from .dut import Dut, Flow
 from .ecn import egress_bytes
 from .sched import Unsupported, _dscp, quantum_unit, weights
 from .snappi import DRAIN_S, WIRE_OVERHEAD, xoff_fill_bytes
 
 ROUNDS = 25  # DWRR rounds in the measured window: its two edges cost at most ~2/25 each
+LIGHT_FRAMES = 200  # of the slowest flow in the window: its jitter then costs ~1 %
 WARMUP_MARGIN = 1.5  # x the time the slowest backlogged buffer takes to fill
 
 
@@ -131,7 +132,10 @@ def rate_plan(config: SwitchConfig, dst: str, flows: list[RateFlow], frame_bytes
              "without FCS, preamble and gap)"]
     backlogged = {q for q in offered if expected[q] < offered[q] * (1 - 1e-9)}
     round_bytes = sum(weight_of[q] * unit for q in backlogged if q in weight_of)
-    window = ROUNDS * max(round_bytes, max(frame_len.values())) / capacity
+    # a queue served in full sees its senders' jitter (they share their wires): the window
+    # also holds LIGHT_FRAMES frames of the slowest flow
+    slowest = min(f.rate * src_rate[f.src] for f in flows)
+    window = max(ROUNDS * max(round_bytes, length) / capacity, LIGHT_FRAMES * length / slowest)
     warmup, fills = _warmup(config, dst, flows, offered, expected, backlogged)
     tolerance = {q: 2 * ((weight_of.get(q, 0) * unit if q not in strict else 0) + frame_len[q])
                  for q in offered}
@@ -142,8 +146,9 @@ def rate_plan(config: SwitchConfig, dst: str, flows: list[RateFlow], frame_bytes
                      f"{' (backlogged)' if q in backlogged else ''}; tolerance "
                      f"{tolerance[q]} B in the window (one quantum + one frame per edge)")
     lines += fills
-    lines.append(f"warm-up {warmup * 1e3:.3f} ms; window {ROUNDS} DWRR rounds of "
-                 f"{round_bytes} B = {window * 1e3:.3f} ms")
+    lines.append(f"warm-up {warmup * 1e3:.3f} ms; window {window * 1e3:.3f} ms: the longer of "
+                 f"{ROUNDS} DWRR rounds of {round_bytes} B and {LIGHT_FRAMES} frames of the "
+                 f"slowest flow ({slowest:.3g} B/s)")
     return RatePlan(dst, frame_bytes, tuple(flows), offered, expected, tolerance, capacity,
                     weight_of, length, src_rate, warmup, window, lines)
 
@@ -174,6 +179,8 @@ def _warmup(config: SwitchConfig, dst: str, flows: list[RateFlow], offered: dict
             lines.append(f"BUFFER_QUEUE|{dst}|{q} {profile.name}, one of {len(queues)} "
                          f"backlogged in {pool}: {room:.0f} B at {offered[q] - expected[q]:.3g}"
                          f" B/s excess -> {seconds * 1e3:.3f} ms to fill")
+    _ingress_first(config, dst, flows, {q: r for pool in by_pool.values() for q, r in
+                                        ((q, _room(config, dst, q, len(pool))) for q in pool)})
     for q in backlogged:
         senders = [f for f in flows if f.queue == q and f.lossless]
         for f in senders:
@@ -185,6 +192,36 @@ def _warmup(config: SwitchConfig, dst: str, flows: list[RateFlow], offered: dict
             lines.append(f"{why}; its share of queue {q}'s excess {excess:.3g} B/s -> "
                          f"{seconds * 1e3:.3f} ms to XOFF")
     return WARMUP_MARGIN * slowest, lines
+
+
+def _room(config: SwitchConfig, dst: str, queue: int, sharers: int) -> float:
+    profile = config.qos.buffer_profiles[config.qos.buffer_queue[(dst, queue)]]
+    return profile.size + shared_limit(profile, config.qos.buffer_pools[profile.pool], sharers)
+
+
+def _ingress_first(config: SwitchConfig, dst: str, flows: list[RateFlow],
+                   rooms: dict[int, float]) -> None:
+    """Unsupported where a src's lossy PG reaches its limit before dst's backlogged lossy
+    queues hold their part from it: its ingress drops then hit every lossy flow of the src
+    alike, not as the water-fill shares dst."""
+    srcs = sorted({f.src for f in flows})
+    for src in srcs:
+        pgs = {pg_of_tc(config, src, f.priority)[0] for f in flows
+               if f.src == src and not f.lossless}
+        for pg in pgs:
+            profile = pg_profile(config, src, pg)
+            if profile is None:
+                continue
+            room = profile.size + shared_limit(profile, config.qos.buffer_pools[profile.pool],
+                                               len(srcs))
+            held = sum(rooms.values()) / len(srcs)
+            if room < held:
+                raise Unsupported(
+                    f"{config.hostname} {src}: its lossy PG {pg} (BUFFER_PG|{src}|{pg} "
+                    f"{profile.name}) fills at {room:.0f} B, before {dst}'s backlogged lossy "
+                    f"queues hold their {held:.0f} B from it (BUFFER_QUEUE|{dst}): ingress "
+                    "drops would take from every lossy flow alike, not as the DWRR "
+                    "water-fill shares the port")
 
 
 @dataclass
