@@ -6,6 +6,7 @@ switch.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...fabric.config import SwitchConfig
@@ -74,30 +75,36 @@ def case(node: Node, src: str, dst: str, dscp: int) -> PortCase:
                     queue_of_tc(config, dst, tc)[0])
 
 
-def first_dscps(node: Node, src: str, dst: str, lossless: bool) -> list[PortCase]:
-    """The lowest DSCP from ``src`` to ``dst`` per lossless PG on ``src`` (PFC on for the
-    TC and a BUFFER_PG profile with an xoff), or per lossy queue on ``dst``."""
+def first_dscps(node: Node, src: str, dst: str, by: str,
+                keep: Callable[[PortCase], bool]) -> list[PortCase]:
+    """The lowest DSCP from ``src`` to ``dst`` per PG on ``src`` (``by`` "pg") or queue on
+    ``dst`` (``by`` "queue") among the cases ``keep`` accepts."""
     out, seen = [], set()
     for dscp in DSCPS:
         c = case(node, src, dst, dscp)
-        key = c.pg if lossless else c.queue
-        if key not in seen and pauses_sender(node.config, src, c.tc) == lossless:
-            seen.add(key)
+        if getattr(c, by) not in seen and keep(c):
+            seen.add(getattr(c, by))
             out.append(c)
     return out
+
+
+def lossless(node: Node, src: str, dst: str) -> list[PortCase]:
+    """Per lossless PG on ``src`` (PFC on for the TC and a BUFFER_PG profile with an xoff)."""
+    return first_dscps(node, src, dst, "pg", lambda c: pauses_sender(node.config, src, c.tc))
 
 
 def lossless_cases(topology: Topology) -> list[PortCase]:
     """Per switch, per src port, per lossless PG: the lowest DSCP that lands in it."""
     return [c for node in switches(topology) for src, dst in pairs(node)
-            for c in first_dscps(node, src, dst, lossless=True)]
+            for c in lossless(node, src, dst)]
 
 
 def lossy_cases(topology: Topology) -> list[PortCase]:
     """Per switch, per src port, per lossy egress queue a DSCP reaches: the lowest such
     DSCP (sonic-mgmt's lossy_queue_1 uses DSCP 8 -> queue 0)."""
     return [c for node in switches(topology) for src, dst in pairs(node)
-            for c in first_dscps(node, src, dst, lossless=False)]
+            for c in first_dscps(node, src, dst, "queue",
+                                 lambda c: not pauses_sender(node.config, src, c.tc))]
 
 
 @dataclass(frozen=True)
@@ -173,7 +180,7 @@ def headroom_pool_sources(node: Node) -> tuple[str, list[PortCase]]:
     wired port a src with each of its lossless PGs (the lowest DSCP landing in it)."""
     ports = wired(node)
     dst = ports[-1]
-    return dst, [c for src in ports[:-1] for c in first_dscps(node, src, dst, lossless=True)]
+    return dst, [c for src in ports[:-1] for c in lossless(node, src, dst)]
 
 
 @dataclass(frozen=True)
@@ -202,13 +209,11 @@ def wred_cases(topology: Topology) -> list[WredCase]:
         config: SwitchConfig = node.config
         found = []
         for src, dst in pairs(node):
-            seen: set[int] = set()
-            for dscp in DSCPS:
-                c = case(node, src, dst, dscp)
+            def wred(c: PortCase, dst: str = dst) -> str | None:
                 entry = config.qos.queues.get((dst, c.queue))
-                if c.queue not in seen and entry is not None and entry.wred_profile:
-                    seen.add(c.queue)
-                    found.append(WredCase(node.name, c, entry.wred_profile))
+                return entry.wred_profile if entry is not None else None
+            found += [WredCase(node.name, c, wred(c))
+                      for c in first_dscps(node, src, dst, "queue", wred)]
         out += found or [WredCase(node.name, missing=(
             f"{node.name}: no queue a DSCP reaches has a WRED profile "
             "(QUEUE|<port>|<q> wred_profile)"))]
