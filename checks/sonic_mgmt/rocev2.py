@@ -104,21 +104,35 @@ def congestion_plan(config: SwitchConfig, switch: str, src: str, dst: str, ports
         flows += [rate_flow(config, s, dst, dscp, 1 / len(lossless), 10 * (n + 1) + q)
                   for q, dscp in sorted(lossless.items())]
     flows.append(rate_flow(config, src, dst, lossy[bulk[0]], 1.0, 1))
-    return rate_plan(config, dst, flows, frame_bytes, [
+    plan = rate_plan(config, dst, flows, frame_bytes, [
         f"{senders} -> {dst}: lossless DSCPs {sorted(lossless.values())} at 100 % each "
         f"sender; {src} -> {dst}: lossy DSCP {lossy[bulk[0]]} (queue {bulk[0]}) at 100 %"])
+    if not congested(plan):
+        raise Unsupported(f"{switch} {dst}: the lossless senders {senders} do not offer its "
+                          "lossless queues more than the water-fill serves them (PORT speed): "
+                          "no back-pressure to expect")
+    return plan
+
+
+def congested(plan: RatePlan) -> set[int]:
+    """The lossless queues offered more than the water-fill serves them: the ones whose
+    senders must be paused."""
+    lossless = {f.queue for f in plan.flows if f.lossless}
+    return {q for q in lossless if plan.expected[q] < plan.offered[q] * (1 - 1e-6)}
 
 
 def congestion(dut: Dut, plan: RatePlan) -> None:
-    """Lossless 0 loss; PFC from the DUT on every lossless priority used, to each of its
-    senders, and on no lossy priority anywhere; the lossy flow loses; rates water-fill."""
+    """Lossless 0 loss; PFC from the DUT to each sender on every lossless priority whose
+    queue is offered more than the water-fill serves it, and on no lossy priority
+    anywhere; the lossy flow loses; rates water-fill."""
     got = run(dut, plan)
     check_lossless(dut, got)
-    used = {(f.src, f.priority) for f in plan.flows if f.lossless}
+    full = congested(plan)
+    used = {(f.src, f.priority) for f in plan.flows if f.lossless and f.queue in full}
     silent = sorted(k for k in used if got.pfc_tx[k[0]][k[1]] == 0)
     assert not silent, f"{dut.name}: no PFC sent for (port, priority) {silent}; expected " \
-                       "back-pressure on every lossless priority used"
-    lossless_prios = {p for _, p in used}
+                       "back-pressure on every lossless priority offered more than it is served"
+    lossless_prios = {f.priority for f in plan.flows if f.lossless}
     wrong = {s: [p for p, n in enumerate(c) if n and p not in lossless_prios]
              for s, c in got.pfc_tx.items()}
     wrong = {s: p for s, p in wrong.items() if p}

@@ -82,15 +82,6 @@ def test_m2o_oversubscribe_lossy(pair, dut_of, suite_lab, frame_bytes, request):
     record_derivation(request, waterfill.m2o_lossy(dut, plan))
 
 
-def test_m2o_fluctuating_lossless(lossless, dut_of, suite_lab, frame_bytes, request):
-    """Lossless load from a second src switching on while lossy traffic congests dst:
-    lossless 0 loss, every queue at its water-fill rate."""
-    dut = dut_of(lossless.switch)
-    plan = _plan(request, waterfill.fluctuating_plan, dut.config, lossless,
-                 cases.wired(suite_lab.nodes[lossless.switch]), frame_bytes)
-    record_derivation(request, waterfill.fluctuating_lossless(dut, plan))
-
-
 def test_rocev2_basic_dp_no_congestion(pair, dut_of, frame_bytes, request):
     """RoCEv2 frames on the lossless classes and a control class below line rate: all
     delivered, no CE, no PFC, each class on its mapped queue."""

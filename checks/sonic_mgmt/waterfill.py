@@ -357,38 +357,3 @@ def m2o_lossy(dut: Dut, plan: RatePlan) -> list[str]:
     assert not pfc, f"{dut.name}: PFC sent {pfc}; expected none for lossy traffic"
     return loss_lines(plan, got)
 
-
-def fluctuating_plan(config: SwitchConfig, case, ports: list[str],
-                     frame_bytes: int) -> RatePlan:
-    """test_m2o_fluctuating_lossless: as the lossy m2o, the lossless class of ``case`` added
-    from both srcs (half of each line rate, the background scaled to the rest), the
-    second src's lossless flow switching on half-way through the warm-up: the lossless
-    load on dst changes while lossy traffic keeps it congested."""
-    others = [p for p in ports if p not in (case.src, case.dst)]
-    if not others:
-        raise Unsupported(f"{case.switch}: {len(ports)} wired ports; many-to-one needs a "
-                          "second src")
-    srcs = [case.src, others[0]]
-    lossless = 0.5
-    background, lines = lossy_flows(config, srcs, case.dst, frame_bytes)
-    background = [RateFlow(f.src, f.dscp, f.queue, f.priority, f.lossless,
-                           f.rate * (1 - lossless), f.ident) for f in background]
-    first = rate_plan(config, case.dst, [
-        *background, *(rate_flow(config, s, case.dst, case.dscp, lossless, 1 + n)
-                       for n, s in enumerate(srcs))], frame_bytes, [])
-    late = first.warmup / 2
-    flows = [*background, rate_flow(config, srcs[0], case.dst, case.dscp, lossless, 1),
-             rate_flow(config, srcs[1], case.dst, case.dscp, lossless, 2, start=late)]
-    return rate_plan(config, case.dst, flows, frame_bytes, [
-        f"srcs {srcs} -> {case.dst}: DSCP {case.dscp} (TC {case.tc}, lossless) at "
-        f"{lossless:.0%} each, {srcs[1]}'s from {late * 1e3:.3f} ms (half the warm-up); "
-        "background at the rest", *lines[:1]])
-
-
-def fluctuating_lossless(dut: Dut, plan: RatePlan) -> list[str]:
-    """Lossless flows lose nothing; every queue at its water-fill rate in the window."""
-    got = run(dut, plan)
-    check_lossless(dut, got)
-    check_rates(dut, plan, got)
-    return loss_lines(plan, got)
-

@@ -60,17 +60,6 @@ def test_m2o_cases_skip_with_two_ports(lab):
         waterfill.m2o_lossy_plan(spine.config, "spine1", ports[0], ports[1], ports, FRAME)
 
 
-def test_m2o_fluctuating_lossless_passes_and_fails_with_weights_swapped(lab, node):
-    case = next(c for c in cases.lossless_cases(lab) if c.switch == "leaf1")
-    plan = waterfill.fluctuating_plan(node.config, case, cases.wired(node), FRAME)
-    assert [f.start for f in plan.flows if f.lossless][1] > 0
-    waterfill.fluctuating_lossless(Dut(node), plan)
-    dut = Dut(node)
-    swap_quanta(dut, case.dst, case.queue, lightest(node.config, case.dst))
-    with pytest.raises(AssertionError, match="off the DWRR water-fill"):
-        waterfill.fluctuating_lossless(dut, plan)
-
-
 def test_rocev2_basic_passes_and_fails_with_the_control_class_on_another_queue(node):
     ports = cases.wired(node)
     plan = rocev2.basic_plan(node.config, "leaf1", ports[0], ports[1], FRAME)
