@@ -27,8 +27,6 @@ from .watchdog import QueueWatchdog, WatchdogEvent
 from .wred import DROP, MARK, NOT_ECT, Wred, ecn_field, mark_ce
 from ..qos import bound, port_setting
 
-INF = float("inf")
-
 # Egress drop reasons (counted on the egress port, apart from the ingress dispositions).
 WRED_DROP = "wred"
 PFC_WD_DROP = "pfc_wd"
@@ -58,7 +56,7 @@ class EgressPort:
         (``watchdog``'s profiles); ``mark_at_dequeue``: where WRED marks (module docstring);
         ``pools``: the switch's egress pools, which the BUFFER_QUEUE limits draw on."""
         self.name = port.name
-        self.tx_enabled = True  # SAI_PORT_ATTR_PKT_TX_ENABLE: False holds every queue
+        self.tx_enabled = True  # SAI_PORT_ATTR_PKT_TX_ENABLE (Switch.set_tx_enabled)
         self.rate_bps = (float("inf") if time_scale is None
                          else wire_rate_bps(port.speed_mbps, time_scale))
         self.pause = PauseState(self.rate_bps, port_setting(qos, port.name, "pfc_enable")[0])
@@ -91,10 +89,7 @@ class EgressPort:
                                      egress_pools(qos) if pools is None else pools)
 
     def gate(self, queue: int) -> float:
-        """Until when the pauses received on this port hold ``queue`` (the scheduler's gate);
-        for ever while the port's TX is disabled."""
-        if not self.tx_enabled:
-            return INF
+        """Until when the pauses received on this port hold ``queue`` (the scheduler's gate)."""
         ends, until = self.pause.ends, 0.0
         for priority in self._prios[queue]:
             if ends[priority] > until:

@@ -363,11 +363,15 @@ class Switch:
             raise ValueError(f"{self.hostname}: disabling TX needs a paced switch "
                              "(a time_scale)")
         egress = self._port(port, "set_tx_enabled").egress
-        if enabled and not egress.tx_enabled:
-            scheduler = egress.scheduler  # the wire was not idle while disabled
-            scheduler.free_at = max(scheduler.free_at, now)
+        if enabled == egress.tx_enabled:
+            return
+        scheduler = egress.scheduler
+        if enabled:  # the wire starts at ``now``: it was not idle while disabled
+            scheduler.free_at = now
             if scheduler.packets:
                 self._touched.add(port)
+        else:  # a wire busy for ever: nothing cuts through or is dequeued
+            scheduler.free_at = float("inf")
         egress.tx_enabled = enabled
 
     def set_port_up(self, port: str, up: bool) -> None:
