@@ -23,11 +23,11 @@ from typing import NamedTuple
 from dataclasses import dataclass
 
 from ...fabric.config import SwitchConfig
-from .fill import (Derived, Fill, Others, PgLimits, QueueLimits, egress_holds, fill_pg,
+from .fill import (Derived, Fill, NotDerived, Others, PgLimits, QueueLimits, egress_holds, fill_pg,
                    pg_limits, queue_drop, queue_limits)
 from .upstream import static_th
 
-__all__ = ["Derived", "PgPlan", "Watermarks", "headroom_pool_plan", "trig_egr_drp",
+__all__ = ["Derived", "NotDerived", "PgPlan", "Watermarks", "headroom_pool_plan", "trig_egr_drp",
            "trig_ingr_drp", "trig_pfc", "watermarks", "xon_drain"]
 
 

@@ -22,6 +22,11 @@ from ..thresholds import NO_PROFILE, pg_profile
 NUM_PGS = NUM_QUEUES = 8
 
 
+class NotDerived(ValueError):
+    """A config these closed forms do not solve exactly (a case then skips, saying why);
+    any other ValueError here is a caller's mistake."""
+
+
 @dataclass(frozen=True)
 class Derived:
     """A number a sonic-mgmt case asserts, and the lines that derive it from the config."""
@@ -152,7 +157,7 @@ def pg_limits(config: SwitchConfig, port: str, pg: int) -> PgLimits:
     where = f"BUFFER_PG|{port}|{pg}"
     profile = pg_profile(config, port, pg)
     if profile is None:
-        raise ValueError(f"{config.path}: {where}: no ingress BUFFER_POOL limits it: "
+        raise NotDerived(f"{config.path}: {where}: no ingress BUFFER_POOL limits it: "
                          "no threshold to derive")
     pool = config.qos.buffer_pools[profile.pool]
     if pool.type == "egress":
@@ -368,7 +373,7 @@ def egress_holds(config: SwitchConfig, dst: str, loads: dict[int, list[tuple[PgL
             continue
         counted = {q.counted(pg) for pg, _ in loads[n]}
         if len(counted) > 1 or (not counted.pop() and q.pool.name in ingress_shared):
-            raise ValueError(f"{config.path}: BUFFER_QUEUE|{dst}|{n}: its pool {q.pool.name} "
+            raise NotDerived(f"{config.path}: BUFFER_QUEUE|{dst}|{n}: its pool {q.pool.name} "
                              "holds frames of PGs in other pools, which its own PGs' limits "
                              "would see: not derived")
         shared[n] = max(sum(b for _, b in loads[n]) - q.reserved, 0)
@@ -385,6 +390,6 @@ def egress_holds(config: SwitchConfig, dst: str, loads: dict[int, list[tuple[PgL
         if used > q.pool.size:
             over.append(Bound(f"BUFFER_POOL|{q.pool.name} size {q.pool.size}"))
         if over:
-            raise ValueError(f"{config.path}: BUFFER_QUEUE|{dst}|{n}: {over[0].what} may drop "
+            raise NotDerived(f"{config.path}: BUFFER_QUEUE|{dst}|{n}: {over[0].what} may drop "
                              f"lossless frames at egress ({shared[n]} B shared queued): the "
                              "XOFF/XON/headroom cases assume it does not; not derived")
