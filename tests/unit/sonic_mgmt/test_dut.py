@@ -7,11 +7,6 @@ from rocelab.fabric.model.switch import Switch
 from rocelab.labs import topology
 
 
-@pytest.fixture(scope="module")
-def lab():
-    return topology.load("roce-v2-leafspine")
-
-
 def leaf(lab, name="leaf1"):
     return Dut(lab.nodes[name])
 

@@ -6,19 +6,8 @@ import pytest
 
 from rocelab.checks.sonic_mgmt import cases, ecn
 from rocelab.checks.sonic_mgmt.dut import Dut
-from rocelab.labs import topology
 
 FRAME = 1024
-
-
-@pytest.fixture(scope="module")
-def lab():
-    return topology.load("roce-v2-leafspine")
-
-
-@pytest.fixture
-def node(lab):
-    return lab.nodes["leaf1"]
 
 
 @pytest.fixture

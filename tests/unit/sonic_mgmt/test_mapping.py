@@ -7,12 +7,6 @@ import pytest
 from rocelab.checks.sonic_mgmt import cases
 from rocelab.checks.sonic_mgmt.dut import Dut
 from rocelab.checks.sonic_mgmt import test_qos_sai_mapping as mapping
-from rocelab.labs import topology
-
-
-@pytest.fixture(scope="module")
-def lab():
-    return topology.load("roce-v2-leafspine")
 
 
 def request():

@@ -10,12 +10,6 @@ from rocelab.checks.sonic_mgmt.dut import Dut
 from rocelab.fabric.model.egress import PFC_WD_DROP, EgressPort
 from rocelab.fabric.model.watchdog import QueueWatchdog
 from rocelab.fabric.qos import queue_of_tc, tc_of_dscp
-from rocelab.labs import topology
-
-
-@pytest.fixture(scope="module")
-def lab():
-    return topology.load("roce-v2-leafspine")
 
 
 @pytest.fixture(scope="module")

@@ -5,19 +5,8 @@ import pytest
 
 from rocelab.checks.sonic_mgmt import cases, rocev2, waterfill
 from rocelab.checks.sonic_mgmt.dut import Dut
-from rocelab.labs import topology
 
 FRAME = 1024
-
-
-@pytest.fixture(scope="module")
-def lab():
-    return topology.load("roce-v2-leafspine")
-
-
-@pytest.fixture
-def node(lab):
-    return lab.nodes["leaf1"]
 
 
 def test_water_fill_serves_strict_first_then_shares_by_weight_and_redistributes():

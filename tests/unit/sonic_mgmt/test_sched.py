@@ -7,19 +7,8 @@ import pytest
 from rocelab.checks.sonic_mgmt import sched
 from rocelab.checks.sonic_mgmt.cases import PortPair
 from rocelab.checks.sonic_mgmt.dut import Dut
-from rocelab.labs import topology
 
 FRAME = 1024
-
-
-@pytest.fixture(scope="module")
-def lab():
-    return topology.load("roce-v2-leafspine")
-
-
-@pytest.fixture
-def node(lab):
-    return lab.nodes["leaf1"]
 
 
 def routed(node):

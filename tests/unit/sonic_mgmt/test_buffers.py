@@ -6,14 +6,8 @@ import pytest
 from rocelab.checks.sonic_mgmt import buffer_cases as bc
 from rocelab.checks.sonic_mgmt import cases, derive
 from rocelab.checks.sonic_mgmt.dut import Dut
-from rocelab.labs import topology
 
 FRAME = 1024
-
-
-@pytest.fixture(scope="module")
-def lab():
-    return topology.load("roce-v2-leafspine")
 
 
 @pytest.fixture(scope="module")
