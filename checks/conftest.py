@@ -174,7 +174,8 @@ def lab(request) -> Iterator[Lab]:
         **({"seed": options.seed, "jitter_ns": options.jitter_ns,
             # what ran: the files as they are now, hashed
             "deployed": {"topology": lab.topology_path,
-                         "fingerprint": fingerprint.of(lab.topology), "changed_since_up": []}}
+                         "fingerprint": fingerprint.of(lab.topology), "changed_since_up": [],
+                         "calibration": {}}}
            if options.runtime == "sim" else {})}
     yield lab
     if options.runtime == "sim":

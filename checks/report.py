@@ -120,9 +120,10 @@ def deployed(lab: str | None) -> dict:
     except ValueError:  # unreadable: nothing to say about what ran
         state = None
     if state is None:
-        return {"topology": None, "fingerprint": {}, "changed_since_up": []}
+        return {"topology": None, "fingerprint": {}, "changed_since_up": [], "calibration": {}}
     return {"topology": state.topology, "fingerprint": state.fingerprint,
-            "changed_since_up": fingerprint.changed(state.fingerprint)}
+            "changed_since_up": fingerprint.changed(state.fingerprint),
+            "calibration": state.calibration}
 
 
 def write_summary(results: Path, summary: dict) -> Path:

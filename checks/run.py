@@ -27,6 +27,7 @@ from ..labs import lock
 from ..labs import state as states
 from ..labs import topology
 from ..labs.interrupt import ALL, Interrupted, deferred, here_only, interruptible
+from ..labs.calibrate import calibrated
 from ..labs.errors import LabError
 from ..labs.runtimes.netns import traces_allowed_in
 
@@ -129,6 +130,8 @@ def _run(spec: str, k: str | None, results: str | Path | None, runtime: str,
                 topology.load(spec)  # a bad topology is reported before anything is made
                 say(f"lab {name} is not running: bringing it up for the checks")
                 lab = brought_up = live.up(spec, runtime)
+                if lab.state.calibration:
+                    say(calibrated(name, lab.state.calibration))
             else:
                 lab = live.checked(spec, reuse=reuse, warn=say)
             if given is not None:

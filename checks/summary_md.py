@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from . import outcome
+from ..labs.calibrate import calibrated
 from ..labs.state import write_atomic
 
 ICONS = {"passed": "✅ PASS", "failed": "❌ FAIL", "error": "⚠️ ERROR",
@@ -82,7 +83,10 @@ def title(summary: dict) -> list[str]:
         facts.append(f"seed {summary['seed']}")
     if summary.get("jitter_ns"):
         facts.append(f"timing jitter {summary['jitter_ns']:g} ns mean per hop")
-    return [f"# rocelab checks: {summary.get('lab') or 'unknown lab'}", "", " · ".join(facts)]
+    out = [f"# rocelab checks: {summary.get('lab') or 'unknown lab'}", "", " · ".join(facts)]
+    if summary.get("calibration"):  # S chosen at lab.up for the machine (labs.calibrate)
+        out += ["", calibrated(summary.get("lab") or "", summary["calibration"])]
+    return out
 
 
 def table(checks: list[dict]) -> list[str]:

@@ -64,7 +64,8 @@ def variant(lab: Lab, suffix: str, folder: Path, edit: Callable[[dict], None],
     """A copy of ``lab`` with edited switch configs, up for the block (in ``lab``'s runtime)
     and down after it (its agent logs kept in its folder), holding its lock all along.
     Recorded as ``lab``'s variant, so that ``invoke check`` and ``lab.cleanup`` remove one a
-    killed run left. ``scale``: every node's time scale S multiplied by it."""
+    killed run left. Every node runs at its lab's S (as ``lab.up`` chose it for the machine,
+    written as the node's label: a variant is not calibrated again) times ``scale``."""
     source = Path(lab.topology_path)
     name = variant_name(lab.name, suffix)
     with lock.hold(name, exclusive=True):
@@ -74,8 +75,7 @@ def variant(lab: Lab, suffix: str, folder: Path, edit: Callable[[dict], None],
         shutil.copytree(source.parent, copy, ignore=shutil.ignore_patterns("*.clab.yml"))
         doc = yaml.safe_load(source.read_text())
         doc["name"] = name
-        if scale != 1.0:
-            scaled(doc, lab.topology, scale)
+        scaled(doc, lab.topology, scale)
         clab = copy / f"{name}.clab.yml"
         clab.write_text(yaml.safe_dump(doc, sort_keys=False))
         edit_configs(clab, edit, lab.topology)

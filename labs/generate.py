@@ -36,7 +36,7 @@ from pathlib import Path
 from .generate_config import CABLE_M, LAB_NIC, config_db, nic_yaml
 from .generate_spec import (SPEEDS_MBPS, Fabric, GenerateError, Host, Port, Shape, Spec,
                             Switch)
-from .topology import NAME_RE, SONIC_STAGED_CONFIG
+from .topology import AUTO, NAME_RE, SONIC_STAGED_CONFIG
 
 MAX_HOSTS = 4096
 MAX_RACK_HOSTS = 244  # hosts .11 to .254 of a rack's /24
@@ -45,10 +45,6 @@ RADIX_RANGE = (4, 256)
 FABRIC_BASE = IPv4Address("10.0.0.0")
 RACK_VLAN = 1000
 LINK_MTU = 9100  # SONiC's port MTU: hosts must not send larger frames
-# The live runtime paces a 100G port well at S = 3000 (labs.topology.DEFAULT_TIME_SCALE): the
-# lab's S keeps that emulated rate per port whatever the real speed, so a 400G lab is judged
-# live by its size, not refused for its speed.
-LIVE_RATE_S_PER_100G = 3000
 
 
 # --------------------------------------------------------------------------- limits and shape
@@ -58,11 +54,20 @@ def _fail(option: str, problem: str) -> GenerateError:
     return GenerateError(f"--{option.replace('_', '-')}: {problem}")
 
 
+def _positive(text: str) -> bool:
+    try:
+        return 0 < float(text) < math.inf
+    except ValueError:
+        return False
+
+
 def check(spec: Spec) -> None:
     """Every limit that does not depend on the fabric's shape."""
     if not NAME_RE.match(spec.name):
         raise GenerateError(f"name: {spec.name!r} is not a valid lab name (letters, digits, "
                             "- _ . ; at most 32; starts alphanumeric)")
+    if spec.time_scale != AUTO and not _positive(spec.time_scale):
+        raise _fail("time_scale", f"{spec.time_scale!r} is neither {AUTO} nor a positive number")
     if spec.routing not in ROUTING:
         raise _fail("routing", f"{spec.routing!r} is not one of {', '.join(ROUTING)}")
     if spec.speed.upper() not in SPEEDS_MBPS:
@@ -255,11 +260,6 @@ def render(fabric: Fabric) -> dict[str, str]:
     return files
 
 
-def time_scale(spec: Spec) -> int:
-    """S for the live runtime: the emulated rate per port of a 100G port at S = 3000."""
-    return LIVE_RATE_S_PER_100G * spec.speed_mbps // SPEEDS_MBPS["100G"]
-
-
 def _count(n: int, thing: str, things: str) -> str:
     return f"{n} {thing if n == 1 else things}"
 
@@ -305,7 +305,7 @@ def _clab(fabric: Fabric) -> str:
         "topology:",
         "  defaults:",
         "    labels:",
-        f'      rocelab.time-scale: "{time_scale(spec)}"  # live runtime only: speed / S per port',
+        f'      rocelab.time-scale: "{spec.time_scale}"  # live runtime only: speed / S per port',
         f'      rocelab.roce-priority: "{spec.roce_priority}"',
         "  kinds:",
         "    sonic-vs:",

@@ -29,6 +29,7 @@ class Spec:
     cnp_dscp: int = 48
     cnp_priority: int = 6
     routing: str = "static"  # static: STATIC_ROUTE per switch; bgp: eBGP (FRR) with loopbacks
+    time_scale: str = "auto"  # the live runtime's S: a number, or auto (chosen at lab.up)
 
     @property
     def speed_mbps(self) -> int:
@@ -39,8 +40,8 @@ class Spec:
         args = [self.name]
         for f in fields(self)[1:]:
             value = getattr(self, f.name)
-            if f.name == "routing" and value == "static":
-                continue  # the labs generated before BGP existed say the same command
+            if (f.name, value) in (("routing", "static"), ("time_scale", "auto")):
+                continue  # the defaults labs were generated with before the option existed
             text = f"{value:g}" if isinstance(value, float) else str(value)
             args.append(f"--{f.name.replace('_', '-')} {text}")
         return "invoke topo.generate " + " ".join(args)

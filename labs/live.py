@@ -19,7 +19,7 @@ from pyroute2 import netns
 
 from ..fabric.client import AgentClient, AgentError
 from . import fingerprint
-from . import load, lock
+from . import calibrate, load, lock
 from . import state as states
 from . import topology
 from .interrupt import deferred, interruptible
@@ -43,13 +43,15 @@ def up(spec: str, runtime: str = "netns", parent: str | None = None,
     the lab's lock; record what it was deployed from. SIGTERM and SIGHUP roll back as
     Ctrl-C does. ``parent``: the lab whose check brings this variant up. A lab this machine
     cannot hold live is refused, one it may not hold is warned about (``labs.load``)."""
-    topo = topology.load(spec)
+    topo, calibration = calibrate.calibrate(topology.load(spec))
     if runtime == "netns" and parent is None:
         estimate = load.estimate(topo)
         if refusal := estimate.refusal(topo.name):
             raise LabError(refusal)
         if warning := estimate.warning(topo.name):
             warn(warning)
+    if calibration is not None and calibration.capped:
+        warn(calibration.line(topo.name))
     with lock.hold(topo.name, exclusive=True), interruptible():
         existing = states.load(topo.name)
         if existing is not None:
@@ -59,6 +61,9 @@ def up(spec: str, runtime: str = "netns", parent: str | None = None,
         state = runtime_for(runtime).up(topo)
         try:
             state.fingerprint, state.parent = files, parent
+            if calibration is not None:
+                state.time_scale, state.calibration = (calibration.time_scale,
+                                                       calibration.as_record())
             if "sessions" in state.convergence:  # a BGP lab is up once its routes carry
                 started = time.monotonic()
                 LiveLab(state, topo).await_reachable()
@@ -210,7 +215,7 @@ class LiveLab(LiveHosts):
 
     def __init__(self, state: LabState, topo: Topology) -> None:
         self.state = state
-        self.topology = topo
+        self.topology = topo.with_time_scale(state.time_scale)  # as calibrated at lab.up
         self.runtime = runtime_for(state.runtime)
 
     @property

@@ -74,6 +74,10 @@ class LabState(BaseModel):
     # BGP labs: seconds from FRR started to every session Established ("sessions") and to
     # every host pair reachable ("reachable"), measured by lab.up
     convergence: dict[str, float] = {}
+    # the S every node that declares none runs at, chosen at lab.up for this machine, and how
+    # (labs.calibrate.Calibration.as_record); None and {}: every node declares its own
+    time_scale: float | None = None
+    calibration: dict[str, float | int | bool] = {}
 
     @classmethod
     def new(cls, lab: str, topology: str, runtime: str = "netns") -> "LabState":

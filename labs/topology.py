@@ -33,6 +33,8 @@ from ..nic.settings import load as load_nic
 # switch paces every frame on time on 2 cores.
 TIME_SCALE_LABEL = "rocelab.time-scale"
 DEFAULT_TIME_SCALE = 3000.0
+AUTO = "auto"  # the time-scale label's value for "choose S for this machine at lab.up"
+
 # Where the switches take the WRED/ECN decision, at dequeue (the default) or at enqueue
 # (fabric.config.ECN_MARKING_POINTS): a switch label, lab-wide in topology.defaults.labels.
 ECN_MARKING_LABEL = "rocelab.ecn-marking"
@@ -77,6 +79,13 @@ class TopologyError(ValueError):
     """A topology problem, phrased as ``file: key.path: problem``."""
 
 
+def auto_floor(fastest_mbps: int) -> float:
+    """The S a switch that declares none starts from, before lab.up raises it for the machine
+    (``labs.calibrate``, from the lab's load): the default, or more if a PFC pause on its
+    fastest port could not be refreshed at the default."""
+    return max(DEFAULT_TIME_SCALE, min_refreshable_scale(fastest_mbps))
+
+
 @dataclass(frozen=True)
 class Endpoint:
     node: str
@@ -111,6 +120,9 @@ class Node:
     lanemap: dict[str, Lanes] | None = None
     ports: PortMap | None = None  # which PORT entry each wire is; set with config
     time_scale: float = DEFAULT_TIME_SCALE  # label rocelab.time-scale
+    # no S declared (label absent or "auto"): time_scale is the floor ``labs.calibrate``
+    # raises at lab.up for the machine, the same for every such node
+    time_scale_auto: bool = False
     ecn_marking: str = DEFAULT_ECN_MARKING  # label rocelab.ecn-marking
     # a host's NIC settings file (label rocelab.nic) and its parsed settings; None without
     # the label: nothing is assumed about that NIC (config.lint's host-dscp skips it)
@@ -136,6 +148,17 @@ class Topology:
     @property
     def hosts(self) -> list[Node]:
         return [n for n in self.nodes.values() if not n.is_switch]
+
+    def with_time_scale(self, scale: float | None) -> "Topology":
+        """This topology with every node that declares no S at ``scale`` (None: at the
+        largest of their floors, which one lab shares); nodes that declare S keep theirs."""
+        auto = [n for n in self.nodes.values() if n.time_scale_auto]
+        if not auto:
+            return self
+        scale = scale if scale is not None else max(n.time_scale for n in auto)
+        nodes = {name: replace(n, time_scale=scale) if n.time_scale_auto else n
+                 for name, n in self.nodes.items()}
+        return replace(self, nodes=nodes)
 
     def interfaces(self, node: str) -> list[str]:
         """The node's wired interfaces, in link order."""
@@ -334,7 +357,8 @@ class _Loader:
         links = self.links(body.get("links"), nodes)
         if self.configs:
             nodes = {n: self.with_config(node, links) for n, node in nodes.items()}
-        return Topology(name=name, path=self.path.resolve(), nodes=nodes, links=links)
+        return Topology(name=name, path=self.path.resolve(), nodes=nodes,
+                        links=links).with_time_scale(None)
 
     def node(self, name: str, spec: dict, defaults: dict, kinds: dict, groups: dict) -> Node:
         """Merge node > group > kind > defaults, as containerlab does."""
@@ -380,10 +404,11 @@ class _Loader:
             lanemap = read_lanemap(lanemap_path) if lanemap_path is not None else None
         except PortMapError as e:
             raise self.error(f"{where}.binds", str(e)) from None
+        declared = self.time_scale(labels, f"{where}.labels")
         return Node(name=name, kind=kind, image=image,
                     exec=self.commands(first("exec"), f"{where}.exec"), binds=binds,
                     labels=labels, env=merged("env"),
-                    time_scale=self.time_scale(labels, f"{where}.labels"),
+                    time_scale=declared or DEFAULT_TIME_SCALE, time_scale_auto=declared is None,
                     ecn_marking=self.ecn_marking(labels, f"{where}.labels"),
                     config_path=self.config_path(where, kind, binds, first("startup-config"),
                                                  allow_outside),
@@ -462,17 +487,19 @@ class _Loader:
                 raise TopologyError(str(e)) from None
         return path, self.nics[path]
 
-    def time_scale(self, labels: dict[str, str], where: str) -> float:
+    def time_scale(self, labels: dict[str, str], where: str) -> float | None:
+        """The S a node declares; None: none (``auto``, or no label), chosen at lab.up."""
         text = labels.get(TIME_SCALE_LABEL)
-        if text is None:
-            return DEFAULT_TIME_SCALE
+        if text is None or text == AUTO:
+            return None
         try:
             value = float(text)
         except ValueError:
             value = 0.0
         if not 0 < value < float("inf"):
             raise self.error(f"{where}.{TIME_SCALE_LABEL}",
-                             f"{brief(text)} is not a positive number (ports run at speed / S)")
+                             f"{brief(text)} is not a positive number (ports run at speed / S) "
+                             f"nor {AUTO}")
         return value
 
     def ecn_marking(self, labels: dict[str, str], where: str) -> str:
@@ -550,6 +577,9 @@ class _Loader:
             raise self.error(f"topology.nodes.{node.name}", str(e)) from None
         wired = [config.ports[port] for port in ports.ports.values()]
         fastest = max(wired, key=lambda p: p.speed_mbps, default=None)
+        if fastest is not None and node.time_scale_auto:
+            return replace(node, config=config, ports=ports,
+                           time_scale=auto_floor(fastest.speed_mbps))
         if fastest is not None and node.time_scale < min_refreshable_scale(fastest.speed_mbps):
             needed = min_refreshable_scale(fastest.speed_mbps)
             raise self.error(

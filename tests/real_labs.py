@@ -34,7 +34,6 @@ from pathlib import Path
 
 import yaml
 
-from rocelab.labs.generate import LIVE_RATE_S_PER_100G
 
 MANIFESTS = Path(__file__).resolve().parent / "data" / "sonic_corpus"
 CORPUS_ENV = "ROCELAB_SONIC_CORPUS"
@@ -343,8 +342,6 @@ def _addresses(switch: str, wires: list[Wire]) -> dict[str, dict]:
 def _clab(plat: Platform, name: str, wiring: dict[str, list[Wire]]) -> dict:
     """The containerlab file: switches bind their config, lanemap and the SKU's PG lookup
     where SONiC-VS reads them; hosts sit in their leaf's rack subnet."""
-    fastest = max(int(plat.ports[w.port].get("speed", 0)) for ws in wiring.values()
-                  for w in ws)
     nodes: dict[str, dict] = {}
     for switch in wiring:
         nodes[switch] = {"kind": "sonic-vs", "binds": [
@@ -363,10 +360,7 @@ def _clab(plat: Platform, name: str, wiring: dict[str, list[Wire]]) -> dict:
             if switch.startswith("leaf"):
                 links.append({"endpoints": [f"{switch}:{w.iface}", f"{w.peer}:{w.peer_iface}"],
                               "mtu": LINK_MTU})
-    topology: dict = {}
-    if fastest > 100000:
-        scale = LIVE_RATE_S_PER_100G * fastest // 100000
-        topology["defaults"] = {"labels": {"rocelab.time-scale": str(scale)}}
+    topology: dict = {}  # no time-scale label: S follows the fastest port (labs.topology)
     topology["kinds"] = {"sonic-vs": {"image": "docker-sonic-vs:latest"},
                          "linux": {"image": "rocelab-host:latest",
                                    "labels": {"rocelab.nic": "nic/default.yml"}}}

@@ -14,6 +14,7 @@ from ...labs import live
 
 from ...labs.lab import Lab
 
+from ...labs.calibrate import calibrated
 from ...labs.topology import table_notes
 from ...labs import show
 from ...labs import state as states
@@ -33,6 +34,8 @@ def up(c, name, runtime="netns"):
         raise interrupted(e, f"lab {name} rolled back") from None
     console.print(f"[green]lab {lab.name} is up[/]: {len(lab.topology.nodes)} nodes, "
                   f"{len(lab.topology.links)} links (state in {lab.state.dir})")
+    if lab.state.calibration:
+        console.print(calibrated(lab.name, lab.state.calibration), soft_wrap=True)
     if lab.state.convergence:
         c = lab.state.convergence
         console.print(f"BGP: every session Established in {c['sessions']:g} s, every host "

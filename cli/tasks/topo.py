@@ -24,13 +24,13 @@ from .common import console
             "routing": "static (STATIC_ROUTE, the default) or bgp (eBGP with FRR, loopbacks)"})
 def generate(c, name, hosts_per_leaf=2, leaves=2, spines=0, speed="100G", oversubscription=1.0,
              radix=64, roce_dscp=26, roce_priority=3, cnp_dscp=48, cnp_priority=6, out="",
-             force=False, routing="static"):
+             force=False, routing="static", time_scale="auto"):
     """Write a lab folder for a leaf-spine RoCE fabric of a given size, with a complete
     lossless profile per switch (docs/lab-guide.md, "Generating a fabric")."""
     from ...labs import generate as gen
     from ...labs.generate_spec import GenerateError, Spec
     spec = Spec(name, hosts_per_leaf, leaves, spines, speed, oversubscription, radix,
-                    roce_dscp, roce_priority, cnp_dscp, cnp_priority, routing)
+                    roce_dscp, roce_priority, cnp_dscp, cnp_priority, routing, str(time_scale))
     try:
         done = gen.write(spec, Path(out) if out else None, force)
     except GenerateError as e:

@@ -174,11 +174,27 @@ def test_the_classes_follow_the_options_not_the_shipped_values(tmp_path):
     assert [d for d, tc in tcs.items() if tc == 5] == [46]  # CNPs alone in theirs
 
 
-def test_the_live_time_scale_keeps_the_default_labs_rate_per_port(generated):
+def test_a_generated_lab_leaves_its_time_scale_to_lab_up(generated):
+    """No S declared: lab.up chooses it from the machine and the lab's load (labs.calibrate),
+    so a 400G lab starts from the same floor and its larger load raises it there."""
     for spec, _, path in generated:
-        for node in load(path).nodes.values():
-            rate = spec.speed_mbps / node.time_scale
-            assert rate == pytest.approx(100_000 / DEFAULT_TIME_SCALE)
+        nodes = load(path).nodes.values()
+        assert all(n.time_scale_auto and n.time_scale == DEFAULT_TIME_SCALE for n in nodes)
+        assert "--time-scale" not in spec.command()
+
+
+def test_a_declared_time_scale_is_written_and_kept(tmp_path):
+    spec = Spec("fixed", time_scale="12000")
+    path = gen.write(spec, tmp_path / "fixed").path
+    assert spec.command().endswith(" --time-scale 12000")
+    assert {(n.time_scale, n.time_scale_auto) for n in load(path).nodes.values()} == \
+        {(12000.0, False)}
+
+
+@pytest.mark.parametrize("value", ["0", "fast", "-1"])
+def test_a_bad_time_scale_names_the_option(value):
+    with pytest.raises(gen.GenerateError, match=r"^--time-scale: .* neither auto nor a positive"):
+        gen.check(Spec("bad", time_scale=value))
 
 
 def test_the_buffer_grows_with_speed_and_headroom_with_cable(generated):

@@ -71,3 +71,13 @@ def test_the_report_says_which_checks_a_rerun_decided(tmp_path):
                                                  "factor": 2.0, "problems": ["h2: late"]}}}])
     assert lines == ["- **test_x**: decided on a rerun at 2.0 x S: the first run at S = "
                      "3000.0 lost fidelity (h2: late)"]
+
+
+def test_a_variant_runs_at_its_labs_calibrated_s_not_calibrated_again():
+    """A negative control's copy (scale 1) of a lab lab.up ran at S = 4500: the copy
+    declares 4500 on every node, so its own lab.up keeps it."""
+    lab = topology.load("roce-v2-leafspine").with_time_scale(4500.0)
+    doc = yaml.safe_load(lab.path.read_text())
+    variants.scaled(doc, lab, 1.0)
+    assert {node["labels"][TIME_SCALE_LABEL] for node in doc["topology"]["nodes"].values()} \
+        == {"4500"}

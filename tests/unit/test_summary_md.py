@@ -42,6 +42,15 @@ def test_title_names_lab_date_duration_and_time_scale(tmp_path):
     assert "2026-11-30T01:00:00+00:00" in facts and "42.5 s" in facts and "S = 3000" in facts
 
 
+def test_title_says_how_lab_up_chose_the_time_scale(tmp_path):
+    assert "chose" not in write(tmp_path, SUMMARY) and "raised" not in write(tmp_path, SUMMARY)
+    record = {"time_scale": 4500.0, "floor": 3000.0, "core_fps": 60000.0, "cores": 2,
+              "cores_free": 1.3, "share": 0.045, "capped": False}
+    text = write(tmp_path, {**SUMMARY, "time_scale": 4500.0, "calibration": record})
+    assert ("lab roce-v2-leafspine: time scale S = 4500, raised from 3000 (1.3 of 2 cores "
+            "free, per-core speed") in text
+
+
 def test_verdict_counts_failures_and_errors(tmp_path):
     text = write(tmp_path, SUMMARY)
     assert "**1 failed, 1 could not run (error)** of 4 checks (1 passed, 0 inconclusive, " \

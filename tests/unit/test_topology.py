@@ -155,8 +155,8 @@ def test_invalid_yaml_names_the_line(lab_copy):
 
 
 def test_time_scale_label_lab_wide_or_per_node_with_a_default(lab_copy):
-    assert topology.load("roce-v2-leafspine").nodes["leaf1"].time_scale == \
-        topology.DEFAULT_TIME_SCALE
+    leaf1 = topology.load("roce-v2-leafspine").nodes["leaf1"]
+    assert leaf1.time_scale == topology.DEFAULT_TIME_SCALE and leaf1.time_scale_auto
 
     def edit(doc):
         doc["topology"]["defaults"] = {"labels": {"rocelab.time-scale": "500"}}
@@ -165,6 +165,24 @@ def test_time_scale_label_lab_wide_or_per_node_with_a_default(lab_copy):
     topo = topology.load(lab_copy(edit=edit))
     assert topo.nodes["leaf1"].time_scale == 500.0
     assert topo.nodes["spine1"].time_scale == 10000.0
+    assert not any(n.time_scale_auto for n in topo.nodes.values())
+
+
+def test_auto_time_scale_starts_from_one_floor_for_the_lab(lab_copy):
+    """``auto`` (or no label): chosen at lab.up; until then every such node shares the
+    largest floor, which a port too fast for the default raises; declared nodes keep theirs."""
+    def edit(doc):
+        doc["topology"]["defaults"] = {"labels": {"rocelab.time-scale": "auto"}}
+        doc["topology"]["nodes"]["h1"]["labels"] = {"rocelab.time-scale": "9000"}
+
+    topo = topology.load(lab_copy(edit=edit))
+    assert {n.name for n in topo.nodes.values() if not n.time_scale_auto} == {"h1"}
+    assert topo.nodes["h1"].time_scale == 9000.0
+    assert {n.time_scale for n in topo.nodes.values() if n.time_scale_auto} == {3000.0}
+    moved = topo.with_time_scale(4500.0)
+    assert moved.nodes["leaf1"].time_scale == moved.nodes["h2"].time_scale == 4500.0
+    assert moved.nodes["h1"].time_scale == 9000.0
+    assert topology.auto_floor(100_000) == topology.DEFAULT_TIME_SCALE
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "fast", "inf"])
