@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import socket
 import struct
+import zlib
 from typing import NamedTuple
 
-from .roce import AETH_CREDITS_INVALID, ROCE_V2_PORT, icrc
+from .roce import AETH_CREDITS_INVALID, ROCE_V2_PORT, bth_crc, v2_headers_crc
 from .rc import RETH_OPCODES
 
 ETH = struct.Struct("!6s6sH")
@@ -68,6 +69,16 @@ class Headers:
         self.sport = sport
         self.ttl = ttl
         self._by_length: dict[int, bytes] = {}
+        self._crc_by_length: dict[int, int] = {}
+
+    def icrc_seed(self, length: int) -> int:
+        """The ICRC's running CRC over the pseudo-LRH and these IP/UDP headers in front of
+        ``length`` bytes (``roce.v2_headers_crc``)."""
+        seed = self._crc_by_length.get(length)
+        if seed is None:
+            seed = self._crc_by_length[length] = v2_headers_crc(
+                self.for_transport(length)[ETH.size:], not self.ipv6)
+        return seed
 
     def for_transport(self, length: int) -> bytes:
         """The 42 (IPv6: 62) header bytes in front of ``length`` bytes of BTH onwards (ICRC
@@ -87,17 +98,28 @@ class Headers:
         return cached
 
 
+def _zeros(n: int) -> bytes:
+    """``n`` zero bytes, made once per length: a sender's payloads come in few lengths."""
+    zeros = _ZEROS.get(n)
+    if zeros is None:
+        zeros = _ZEROS[n] = bytes(n)
+    return zeros
+
+
+_ZEROS: dict[int, bytes] = {}
+
+
 def _frame(headers: Headers, opcode: int, dqpn: int, psn: int, ext: bytes, payload: int, *,
            ackreq: bool = False, becn: bool = False) -> bytes:
+    """The frame in one join, its ICRC continued from the CRC its headers share with every
+    frame of this length (``roce.icrc`` gives the same, parsing the frame first)."""
     pad = -payload % 4
     transport_len = BTH.size + len(ext) + payload + pad + ICRC_LEN
-    frame = bytearray(headers.for_transport(transport_len))
-    frame += BTH.pack(opcode, pad << 4, PKEY_DEFAULT, becn << 30 | dqpn,
-                      ackreq << 31 | psn)
-    frame += ext
-    frame += bytes(payload + pad + ICRC_LEN)
-    frame[-ICRC_LEN:] = icrc(frame).to_bytes(4, "big")
-    return bytes(frame)
+    bth = BTH.pack(opcode, pad << 4, PKEY_DEFAULT, becn << 30 | dqpn, ackreq << 31 | psn)
+    body = _zeros(payload + pad)
+    crc = zlib.crc32(body, zlib.crc32(ext, bth_crc(bth, headers.icrc_seed(transport_len))))
+    return b"".join((headers.for_transport(transport_len), bth, ext, body,
+                     crc.to_bytes(4, "little")))
 
 
 def data_frame(headers: Headers, dqpn: int, psn: int, opcode: int, payload: int, *,

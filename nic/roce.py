@@ -163,11 +163,9 @@ def _layout(frame: bytes) -> _Layout | None:
     return _Layout(version, tci, net, etype == _ETH_P_IP, bth, end)
 
 
-def _crc(frame: bytes, lay: _Layout) -> int:
-    """CRC32 over pseudo-LRH + headers with variant fields set to ones + rest of the packet."""
-    mv = memoryview(frame)
-    hdr = bytearray(mv[lay.net:lay.bth + 5])
-    if lay.ipv4:
+def _mask_ip(hdr: bytearray, ipv4: bool) -> None:
+    """Set the IP (or GRH) fields routers rewrite to ones, as the ICRC covers them."""
+    if ipv4:
         hdr[1] = 0xFF  # TOS: DSCP + ECN
         hdr[8] = 0xFF  # TTL
         hdr[10:12] = b"\xff\xff"  # header checksum
@@ -175,12 +173,34 @@ def _crc(frame: bytes, lay: _Layout) -> int:
         hdr[0] |= 0x0F  # traffic class, flow label (IPv6 or GRH)
         hdr[1:4] = b"\xff\xff\xff"
         hdr[7] = 0xFF  # hop limit
+
+
+def _crc(frame: bytes, lay: _Layout) -> int:
+    """CRC32 over pseudo-LRH + headers with variant fields set to ones + rest of the packet."""
+    mv = memoryview(frame)
+    hdr = bytearray(mv[lay.net:lay.bth + 5])
+    _mask_ip(hdr, lay.ipv4)
     if lay.version == 2:
         udp = lay.bth - 8 - lay.net
         hdr[udp + 6:udp + 8] = b"\xff\xff"  # UDP checksum
     hdr[-1] = 0xFF  # BTH resv8a: FECN, BECN and 6 reserved bits, as rxe and scapy mask it
     crc = zlib.crc32(hdr, _LRH_CRC)
     return zlib.crc32(mv[lay.bth + 5:lay.end], crc)
+
+
+def v2_headers_crc(ip_udp: bytes, ipv4: bool) -> int:
+    """The ICRC's running CRC after the pseudo-LRH and a RoCEv2 frame's IP and UDP headers
+    (masked as ``icrc`` masks them): the part a sender's frames of one length share, so it
+    computes it once (``codec.Headers``) and goes on from the BTH (``bth_crc``)."""
+    hdr = bytearray(ip_udp)
+    _mask_ip(hdr, ipv4)
+    hdr[-2:] = b"\xff\xff"  # UDP checksum
+    return zlib.crc32(hdr, _LRH_CRC)
+
+
+def bth_crc(bth: bytes, crc: int) -> int:
+    """The running CRC continued over a BTH, its resv8a byte masked as ``icrc`` does."""
+    return zlib.crc32(bth[5:], zlib.crc32(bth[:4] + b"\xff", crc))
 
 
 def _stored(crc: int) -> int:
