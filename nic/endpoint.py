@@ -55,6 +55,7 @@ from . import codec, hostnet
 from ..fabric.model.scheduler import Lateness
 from .core import FrameKind, Nic
 
+BATCH = 64  # frames taken from the ring per call
 PROGRESS_S = 0.25  # wall time between progress lines
 
 
@@ -72,7 +73,8 @@ class Endpoint:
         self.deadline_s = float(spec.get("timeout_s", 60.0))
         self.nic = Nic(nics.NicSettings.model_validate(spec.get("nic") or {}), self.line_bps,
                        self.scale, late_credit=True)
-        self.sock = afpacket.open_socket(self.iface, ignore_outgoing=True, timestamps=True)
+        self.sock = afpacket.open_socket(self.iface, ignore_outgoing=True, rx_ring=True)
+        self.ring = afpacket.RxRing.of(self.sock)  # frames without a system call each
         self.ingress_lag = Lateness()  # kernel receive stamp -> taken, per batch
         self.mtu_frame_s = (self.nic.settings.roce.mtu + codec.FRAME_OVERHEAD) * 8 / self.line_bps
         self.udp_guard = _hold_roce_port()
@@ -130,19 +132,19 @@ class Endpoint:
                     return
 
     def _receive(self, now: float) -> None:
-        """Every frame the socket holds onto the cable, for the NIC when it arrives; what
-        the NIC does not consume (ARP, anything not RoCE for its QPs) is the host kernel's,
-        which sees it anyway."""
-        first = True
-        while (got := afpacket.recv_stamped(self.sock)) is not None:
-            frame, kind, stamp = got
-            lag = 0.0 if stamp is None else max(0.0, time.time() - stamp)
-            if first and stamp is not None:  # the batch's oldest frame: its wait is the lag
-                self.ingress_lag.record(lag)
-            first = False
-            if kind == socket.PACKET_OUTGOING:  # kernels that ignore PACKET_IGNORE_OUTGOING
-                continue
-            self.cable.push(frame, now - lag)  # it left its sender when the kernel stamped it
+        """Every frame the ring holds onto the cable, for the NIC when it arrives; what the
+        NIC does not consume (ARP, anything not RoCE for its QPs) is the host kernel's, which
+        sees it anyway. As the switch agents do: the batch left its sender when the kernel
+        stamped its oldest frame, and the cable spaces the rest by their serialisation."""
+        stamp = afpacket.oldest_stamp(self.ring)  # before ``take`` hands the slots back
+        if stamp is None:
+            return
+        lag = max(0.0, time.time() - stamp)
+        self.ingress_lag.record(lag)
+        push, sent = self.cable.push, now - lag
+        while frames := self.ring.take(BATCH):
+            for frame in frames:
+                push(frame, sent)
 
     def _transmit(self, frame: bytes) -> None:
         """Send, waiting while the socket is full. A frame the kernel refuses (the veth

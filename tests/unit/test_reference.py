@@ -18,6 +18,7 @@ from rocelab.fabric.model.cable import DelayLine
 from rocelab.fabric.model.scheduler import Lateness
 from rocelab.labs import topology
 from rocelab.nic import endpoint
+from tests.unit.test_capture import BLOCK, SLOT, nonce, probe_frame, ring_slot
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = ("ref-incast-40g", "ref-incast-100g", "ref-pfc-400g")
@@ -152,19 +153,26 @@ class FakeNic:
         return True
 
 
-def test_the_endpoint_records_the_oldest_frames_wait_once_per_batch(monkeypatch):
-    """Two frames waiting 4 and 3 ms: one batch, its lag the older's; frames this host sent
-    are skipped but still end the batch's first frame."""
+def test_the_endpoint_records_the_oldest_frames_wait_once_per_batch():
+    """Three frames in the ring, the oldest stamped 4 ms ago: one batch, its lag the
+    oldest's; the frame this host sent is left out; the rest go onto the cable together."""
     now = time.time()
-    queue = [(b"a", socket.PACKET_HOST, now - 4e-3), (b"b", socket.PACKET_OUTGOING, now - 3e-3),
-             (b"c", socket.PACKET_HOST, now - 3e-3)]
-    monkeypatch.setattr(afpacket, "recv_stamped",
-                        lambda sock: queue.pop(0) if queue else None)
+    ring = bytearray(2 * BLOCK)
+    rx = afpacket.RxRing(ring, 4, SLOT, BLOCK)
+    frames = [probe_frame(nonce(i), tagged=False) for i in range(3)]
+    for at, frame, kind in zip(rx.slots, frames, (socket.PACKET_HOST, socket.PACKET_OUTGOING,
+                                                  socket.PACKET_HOST)):
+        ring_slot(ring, at, frame, pkttype=kind)
+    sec = now - 4e-3
+    afpacket.SLOT_STAMP.pack_into(ring, rx.slots[0] + afpacket.SLOT_STAMP_OFFSET, int(sec),
+                                  int(sec % 1 * 1e9))
     shell = endpoint.Endpoint.__new__(endpoint.Endpoint)  # no socket: no root needed
-    shell.sock, shell.nic, shell.ingress_lag = None, FakeNic(), Lateness()
-    shell.cable = DelayLine(8e6, 0.0)  # a byte a microsecond, no propagation
+    shell.ring, shell.nic, shell.ingress_lag = rx, FakeNic(), Lateness()
+    shell.cable = DelayLine(8e9, 0.0)  # a byte a nanosecond, no propagation
     shell._receive(now)
     assert shell.ingress_lag.count == 1 and shell.ingress_lag.max >= 4e-3
-    # onto the cable from their kernel stamps, 3-4 ms ago: both arrived by now
+    # onto the cable from the oldest's kernel stamp, 4 ms ago: both arrived by now
     assert shell.cable.next_due() < now
-    assert [frame for _, frame in shell.cable.due(now)] == [b"a", b"c"]
+    assert [frame for _, frame in shell.cable.due(now)] == [frames[0], frames[2]]
+    shell._receive(now)  # an empty ring: nothing recorded
+    assert shell.ingress_lag.count == 1
