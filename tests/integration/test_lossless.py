@@ -21,7 +21,6 @@ import pytest
 
 from rocelab.checks.plots import load_trace
 from rocelab.labs import live
-from rocelab.labs.topology import DEFAULT_TIME_SCALE
 from tests.integration.test_lab import NOTHING, traces
 from rocelab.traffic.blast import DEST_QPN
 from rocelab.labs.capture import Capture
@@ -35,7 +34,7 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 SENDERS = ("h2", "h3", "h4")
 H1_IP = "10.1.1.11"
-FRAME = 8000  # bytes: ~1.9 ms on a 100G port at S = 3000, few frames per second to handle
+FRAME = 8000  # bytes: ~1.9 ms on a 100G port at S = 3000 (or more), few frames a second
 LEAF1_UPSTREAM = ("eth1", "eth2", "eth4")  # to spine1, spine2 and h2
 QPN = DEST_QPN.to_bytes(3, "big")
 
@@ -64,7 +63,7 @@ def incast(lab, count: int) -> tuple[dict[str, dict], Capture]:
     for host in SENDERS:  # the switches resolve h1 before the burst, not during it
         assert lab.ping(host, "h1", H1_IP, count=1).ok
     argv = [sys.executable, "-m", "rocelab.traffic.blast", "--dst-ip", H1_IP, "--count", str(count),
-            "--size", str(FRAME), "--time-scale", str(DEFAULT_TIME_SCALE)]
+            "--size", str(FRAME), "--time-scale", str(lab.node_time_scale(SENDERS[0]))]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     where = [("h1", "eth1")] + [("leaf1", iface) for iface in LEAF1_UPSTREAM]
     with Capture(lab, where=where, match=is_blast_or_pfc) as capture:
