@@ -20,14 +20,18 @@ def test(c, unit=False):
 
 @task(help={"only": "comma list of lifecycle, forwarding, incast, sim, sim-suite, "
                      "live-verdicts (default: all)",
-            "runs": "live-verdicts: back-to-back live check runs (default 10)"})
-def bench(c, only="", runs=10):
+            "runs": "live-verdicts: back-to-back live check runs (default 10)",
+            "racks": "live-verdicts: a generated lab of this many racks (default: the "
+                     "default lab)",
+            "hog": "live-verdicts: a CPU-bound process holds one core during the runs"})
+def bench(c, only="", runs=10, racks=0, hog=False):
     """Benchmarks: lab.up/down against bare iproute2, agent forwarding against a bare relay,
     incast fidelity against S, the simulator's speed and scale, the check suite simulated
     against live, and the share of live check runs that decide every check."""
     names = [name for name in only.split(",") if name]
     raise Exit(code=subprocess.call([sys.executable, "-m", "bench", *names,
-                                     "--runs", str(int(runs))]))
+                                     "--runs", str(int(runs)), "--racks", str(int(racks)),
+                                     *(["--hog"] if hog else [])]))
 
 
 ns = namespace()

@@ -78,7 +78,9 @@ def verdict_rows(table: Table, out: dict) -> None:
     """The live runs' share that decided every check, and per scenario how close its p99
     lateness came to its bound (1.0: the bound, one MTU frame time)."""
     runs = out["runs"]
-    table.add_row(f"live check runs deciding every check ({out['cores']} cores)",
+    lab = f"a generated {out['racks']}-rack lab" if out.get("racks") else "the default lab"
+    load = ", one core held by a CPU-bound process" if out.get("hog") else ""
+    table.add_row(f"live check runs of {lab} deciding every check ({out['cores']} cores{load})",
                   f"{sum(1 for r in runs if not r['undecided'])} of {len(runs)}",
                   f"sim {out['sim']['wall_s']:.0f} s: "
                   + ", ".join(f"{v} {k}" for k, v in out["sim"]["counts"].items() if v),
@@ -87,7 +89,8 @@ def verdict_rows(table: Table, out: dict) -> None:
     table.add_row("  decided verdicts differing from sim", ", ".join(differ) or "none", "",
                   "", "none")
     for r, n in zip(runs, range(1, len(runs) + 1)):
-        table.add_row(f"  run {n}: exit {r['exit']}, {r['wall_s']:.0f} s",
+        scale = f", S = {r['time_scale']:g}" if r.get("time_scale") else ""
+        table.add_row(f"  run {n}: exit {r['exit']}, {r['wall_s']:.0f} s{scale}",
                       ", ".join(r["undecided"]) or "all decided",
                       f"machine {r['machine_busy']:.0%} busy",
                       ("reruns: " + ", ".join(r["reruns"])) if r["reruns"] else "", "")
@@ -100,11 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m bench [lifecycle] [forwarding] ... [--runs N]``: the ones named, default
     all; ``--runs``: live-verdicts' number of check runs."""
     args = list(sys.argv[1:] if argv is None else argv)
-    runs = live_verdicts.RUNS
-    if "--runs" in args:
-        at = args.index("--runs")
-        runs = int(args[at + 1])
-        del args[at:at + 2]
+    runs, racks = live_verdicts.RUNS, 0
+    for option in ("--runs", "--racks"):
+        if option in args:
+            at = args.index(option)
+            runs, racks = (int(args[at + 1]), racks) if option == "--runs" else \
+                (runs, int(args[at + 1]))
+            del args[at:at + 2]
+    hog = "--hog" in args
+    if hog:
+        args.remove("--hog")
     chosen = args or list(BENCHES)
     unknown = [name for name in chosen if name not in BENCHES]
     if unknown:
@@ -132,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         with console.status("the default lab's check suite, simulated then live"):
             results["sim_suite"] = sim.suite()
     if "live-verdicts" in chosen:
-        with console.status(f"the default lab's checks live, {runs} runs back to back"):
-            results["live_verdicts"] = live_verdicts.measure(runs)
+        what = f"a generated {racks}-rack lab's" if racks else "the default lab's"
+        load = ", one core held by a CPU-bound process" if hog else ""
+        with console.status(f"{what} checks live, {runs} runs back to back{load}"):
+            results["live_verdicts"] = live_verdicts.measure(runs, racks=racks, hog=hog)
     table = Table(title="rocelab benchmarks (medians; ratios against baselines of this run, "
                         "per round in brackets)")
     for col in ("measure", "value", "baseline", "ratio", "target"):

@@ -39,3 +39,31 @@ def test_the_table_gives_the_share_decided_and_the_disagreements():
     console.print(table)
     text = console.export_text()
     assert "1 of 2" in text and "50%" in text and "test_b" in text and "max 1.30" in text
+    assert "of the default lab deciding" in text and "S = " not in text
+    loaded = {**out, "racks": 3, "hog": True, "runs": [{**run, "time_scale": 4500.0}]}
+    table = Table()
+    for col in ("measure", "value", "baseline", "ratio", "target"):
+        table.add_column(col)
+    verdict_rows(table, loaded)
+    console = Console(width=240, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "a generated 3-rack lab" in text and "one core held by a CPU-bound process" in text
+    assert "run 1: exit 0, 200 s, S = 4500" in text
+
+
+def test_the_generated_lab_has_the_racks_asked_and_leaves_s_to_lab_up(tmp_path):
+    from rocelab.labs import topology
+    lab = topology.load(live_verdicts.generated(tmp_path, 3))
+    assert len([n for n in lab.switches if n.name.startswith("leaf")]) == 3
+    assert len(lab.hosts) == 6 and all(n.time_scale_auto for n in lab.nodes.values())
+
+
+def test_the_hog_holds_one_core_for_the_block_and_goes():
+    import os
+    with live_verdicts.hogging(False) as none:
+        assert none is None
+    with live_verdicts.hogging(True) as hog:
+        assert hog.poll() is None
+        assert os.sched_getaffinity(hog.pid) == {os.cpu_count() - 1}
+    assert hog.poll() is not None
