@@ -46,6 +46,13 @@ The readings where the description leaves a choice (each one a deliberate decisi
 9. At one instant timers run before the event given (a CNP at a period's end belongs to
    the next period); an alpha period end runs before a cut, a cut before an increase.
 
+Reading 4 has a second candidate, taken by the HPCC simulator's model of this firmware and
+so by ``nic.dcqcn``: ``grid_cuts=True`` runs the decrease check on a grid of
+``rate_reduce_monitor_period`` from the first CNP, which itself cuts nothing; a check cuts
+once if a CNP arrived since the one before, and at one instant an increase runs before it.
+It changes when a cut lands (up to one period later), not what a cut or a stage does, so a
+comparison can tell a timing reading from a stage rule.
+
 The notification point's parameters (``min_time_between_cnps``, ``cnp_dscp``,
 ``cnp_802p_prio``) shape which CNPs arrive, not what the RP does with them: the CNP times
 given to ``on_cnp`` are already the NP's.
@@ -93,8 +100,10 @@ class MlxParams:
 class ReferenceReactionPoint:
     """One QP's rate, moved by CNPs, its timers and the bytes it sends (times in seconds)."""
 
-    def __init__(self, p: MlxParams) -> None:
+    def __init__(self, p: MlxParams, *, grid_cuts: bool = False) -> None:
         self.p = p
+        self.grid_cuts = grid_cuts
+        self.origin = 0  # ps of the first CNP: the grid's start
         self.rc = self.rt = p.max_rate_bps  # current and target rate, b/s
         self.alpha = 0.0
         self.active = False  # a first CNP has come
@@ -113,14 +122,19 @@ class ReferenceReactionPoint:
             self._first_cnp()
             return
         self.cnp_in_period = True
-        if self.now - self.last_cut >= self._period(self.p.rate_reduce_monitor_period):
+        period = self._period(self.p.rate_reduce_monitor_period)
+        if self.grid_cuts:
+            if self.cut_due is None:  # the next check of the grid cuts
+                self.cut_due = self.origin + (-(-(self.now - self.origin) // period)
+                                              or 1) * period
+        elif self.last_cut is None or self.now - self.last_cut >= period:
             self._cut()
-        else:  # held: one cut for all CNPs held, when the period since the last cut ends
-            self.cut_due = self.last_cut + self._period(self.p.rate_reduce_monitor_period)
+        elif self.cut_due is None:  # held: one cut for all CNPs held, when the period ends
+            self.cut_due = self.last_cut + period
 
     def on_bytes_sent(self, n: int, t: float) -> None:
         self.advance(t)
-        if not self.active or not self.p.rpg_byte_reset:
+        if self.inc_due is None or not self.p.rpg_byte_reset:  # no cut yet, or counter off
             return
         self.byte_count += n
         while self.byte_count >= self.p.rpg_byte_reset:
@@ -134,7 +148,7 @@ class ReferenceReactionPoint:
             self.now = due
             if due == self.alpha_due:
                 self._alpha_tick()
-            elif due == self.cut_due:
+            elif due == self.cut_due and not (self.grid_cuts and due == self.inc_due):
                 self.cut_due = None
                 self._cut()
             else:
@@ -150,6 +164,12 @@ class ReferenceReactionPoint:
         pending = [d for d in (self.alpha_due, self.cut_due, self.inc_due) if d is not None]
         return min(pending) if pending else None
 
+    def next_rate_change_ps(self) -> int | None:
+        """When a timer may next change the rate (a held cut, an increase); alpha's
+        periods never do by themselves."""
+        pending = [d for d in (self.cut_due, self.inc_due) if d is not None]
+        return min(pending) if pending else None
+
     # rules --------------------------------------------------------------------------
     @staticmethod
     def _period(us: int) -> int:
@@ -157,11 +177,14 @@ class ReferenceReactionPoint:
 
     def _first_cnp(self) -> None:
         self.active = True
+        self.origin = self.now
         self.alpha = self.p.initial_alpha_value / 1024
         self.alpha_due = self.now + self._period(self.p.dce_tcp_rtt)
         if self.p.rate_to_set_on_first_cnp:
             self.rc = self.rt = min(self.p.rate_to_set_on_first_cnp * 1e6, self.p.max_rate_bps)
             self._restart_stages()
+        elif self.grid_cuts:
+            self.cut_due = self.now + self._period(self.p.rate_reduce_monitor_period)
         else:
             self._cut()
 
