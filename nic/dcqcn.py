@@ -354,11 +354,15 @@ class FirmwareReactionPoint(ReactionPoint):
 
     From the first cut on, the increase timer fires every ``rpg_time_reset`` after the last
     cut (time stage i), and every ``rpg_byte_reset`` bytes sent is a byte stage (j). An
-    increase event looks at the stage reached *before* it counts itself, s = max(i, j) (the
-    firmware advances "when rpByteStage or rpTimeStage" passes ``rpg_threshold``): fast
-    recovery while s < F (RC = (RC + RT) / 2), additive at s = F (RT += ai rate), hyper above
-    (RT += hai rate); RT capped at line rate and RC halfway to it after either. The grids
-    never stop once started, as in the reference simulator.
+    increase event looks at the stages reached *before* it counts itself: fast recovery
+    while max(i, j) < F (RC = (RC + RT) / 2), additive once one counter reached F (RT += ai
+    rate), hyper only once both did (RT += hai rate x (min(i, j) - F + 1)), the paper's
+    two-counter rule, which the firmware's parameters keep; RT capped at line rate and RC
+    halfway to it after either. With the byte counter off the timer decides alone, as in
+    the reference simulator: additive at i = F, hyper (RT += hai rate) above. (Hyper on
+    the byte counter alone, as this model once had it, is what an independent reading,
+    ``nic.dcqcn_reference``, found: ``bench/dcqcn_compare.py``.) The grids never stop once
+    started, as in the reference simulator.
 
     At equal times the order is alpha, increase, decrease (HPCC offsets the decrease check
     by 1 ns so it follows the alpha update, and the increase timer was scheduled first), and
@@ -499,12 +503,17 @@ class FirmwareReactionPoint(ReactionPoint):
         self._cut_due = _NEVER
 
     def _increase(self) -> None:
-        p = self.params
-        stage = max(self.i, self.j)
-        if stage == p.rpg_threshold:
-            self.rt = min(self.rt + p.rpg_ai_rate_bps, p.line_rate_bps)
-        elif stage > p.rpg_threshold:
-            self.rt = min(self.rt + p.rpg_hai_rate_bps, p.line_rate_bps)
+        p, f = self.params, self.params.rpg_threshold
+        if not p.rpg_byte_reset:  # the timer alone, as the reference simulator
+            if self.i == f:
+                self.rt += p.rpg_ai_rate_bps
+            elif self.i > f:
+                self.rt += p.rpg_hai_rate_bps
+        elif min(self.i, self.j) >= f:  # hyper only once both counters passed F
+            self.rt += p.rpg_hai_rate_bps * (min(self.i, self.j) - f + 1)
+        elif max(self.i, self.j) >= f:
+            self.rt += p.rpg_ai_rate_bps
+        self.rt = min(self.rt, p.line_rate_bps)
         self.rc = (self.rc + self.rt) / 2
 
 

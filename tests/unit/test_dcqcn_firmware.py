@@ -13,7 +13,9 @@ Differences between the transcription and rdma-hw.cc, all deliberate:
 - the decrease cut is ``max(1 - alpha * 2**(10 - gd), min_dec_fac)`` (HPCC: 1 - alpha / 2,
   the same at the firmware defaults gd = 11, min_dec_fac = 50 %);
 - ``byte_reset``: HPCC has no byte counter; the extension (marked BYTE below) counts
-  byte stages as the firmware documents them, the phase following max(time, byte stage).
+  byte stages as the firmware documents them, and with it on the phase follows the
+  paper's two-counter rule (fast recovery while both stages are under the threshold,
+  additive once one reached it, hyper by (min - threshold + 1) steps once both did).
 Samples fall between events (HPCC's decrease check runs 1 ns after the alpha update, ours
 at the same time, ordered after it), and CNP times avoid that 1 ns. A CNP at the time of a
 timer event counts for it (the reference runs the CNP first), bytes sent then do not.
@@ -132,10 +134,17 @@ class MlxQp:
         self.m_rpTimeStage += 1
 
     def RateIncEventMlx(self) -> None:
-        stage = max(self.m_rpTimeStage, self.byte_stage)  # BYTE: HPCC reads m_rpTimeStage
-        if stage < self.p.rpg_threshold:
+        if self.p.rpg_byte_reset:  # BYTE: the paper's two-counter rule
+            low, high = sorted((self.m_rpTimeStage, self.byte_stage))
+            if high < self.p.rpg_threshold:
+                self.FastRecoveryMlx()
+            elif low < self.p.rpg_threshold:
+                self.ActiveIncreaseMlx()
+            else:
+                self.HyperIncreaseMlx(low - self.p.rpg_threshold + 1)
+        elif self.m_rpTimeStage < self.p.rpg_threshold:
             self.FastRecoveryMlx()
-        elif stage == self.p.rpg_threshold:
+        elif self.m_rpTimeStage == self.p.rpg_threshold:
             self.ActiveIncreaseMlx()
         else:
             self.HyperIncreaseMlx()
@@ -149,8 +158,8 @@ class MlxQp:
             self.m_targetRate = self.p.line_rate_bps
         self.m_rate = (self.m_rate / 2) + (self.m_targetRate / 2)
 
-    def HyperIncreaseMlx(self) -> None:
-        self.m_targetRate += self.p.rpg_hai_rate_bps
+    def HyperIncreaseMlx(self, steps: int = 1) -> None:  # BYTE: steps
+        self.m_targetRate += self.p.rpg_hai_rate_bps * steps
         if self.m_targetRate > self.p.line_rate_bps:
             self.m_targetRate = self.p.line_rate_bps
         self.m_rate = (self.m_rate / 2) + (self.m_targetRate / 2)
@@ -268,8 +277,8 @@ def test_scaled_runs_the_same_sequence_in_stretched_time(scale):
 @pytest.mark.parametrize("seed, gap_us, clamp, gbps", [(0, 120, True, 50), (1, 120, True, 50),
                                                        (2, 400, False, 2), (3, 500, False, 1)])
 def test_byte_counter_patterns(seed, gap_us, clamp, gbps):
-    """Bytes sent in 4 KB frames at ``gbps``, CNPs among them: byte stages, phases by
-    max(time, byte stage), the counter cleared by each cut. Clamping, or byte stages too
+    """Bytes sent in 4 KB frames at ``gbps``, CNPs among them: byte stages, phases by the
+    two-counter rule, the counter cleared by each cut. Clamping, or byte stages too
     slow to bring the rate back before a timer increase, keeps the target below line rate,
     where the phases differ."""
     rng = random.Random(100 + seed)

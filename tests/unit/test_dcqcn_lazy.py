@@ -75,12 +75,17 @@ class EagerRp:
         self.next_increase = at + self.timer
 
     def _increase(self) -> None:
-        p = self.p
-        stage = max(self.i, self.j)
-        if stage == p.rpg_threshold:
-            self.rt = min(self.rt + p.rpg_ai_rate_bps, p.line_rate_bps)
-        elif stage > p.rpg_threshold:
-            self.rt = min(self.rt + p.rpg_hai_rate_bps, p.line_rate_bps)
+        p, f = self.p, self.p.rpg_threshold
+        if not p.rpg_byte_reset:
+            if self.i == f:
+                self.rt += p.rpg_ai_rate_bps
+            elif self.i > f:
+                self.rt += p.rpg_hai_rate_bps
+        elif min(self.i, self.j) >= f:
+            self.rt += p.rpg_hai_rate_bps * (min(self.i, self.j) - f + 1)
+        elif max(self.i, self.j) >= f:
+            self.rt += p.rpg_ai_rate_bps
+        self.rt = min(self.rt, p.line_rate_bps)
         self.rc = (self.rc + self.rt) / 2
 
     def on_cnp(self, now: float) -> None:

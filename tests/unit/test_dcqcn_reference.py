@@ -3,9 +3,14 @@
 incast-like sequences with the firmware's byte counter."""
 from __future__ import annotations
 
+import random
+
 import pytest
 
+from rocelab.bench.dcqcn_compare import compare
+from rocelab.nic.dcqcn import FirmwareParams, ReactionPoint
 from rocelab.nic.dcqcn_reference import MlxParams, ReferenceReactionPoint
+from rocelab.nic.settings import FIRMWARE_DEFAULTS
 
 GBPS = 1e9
 MBPS = 1e6
@@ -129,3 +134,58 @@ def test_rate_to_set_on_first_cnp_and_max_rate():
     assert rp.rate(0.0) == 40 * GBPS
     rp.on_cnp(1 * US)
     assert (rp.rc, rp.rt) == (20 * GBPS, 20 * GBPS)
+
+
+def test_ours_never_goes_hyper_on_byte_stages_alone():
+    """The difference the comparison found: ours took a third byte stage after a cut for a
+    hyper stage (+50 Mb/s) though no timer stage had come; both counters must pass F."""
+    rp = ReactionPoint(FirmwareParams(rpg_byte_reset=32767, clamp_tgt_rate=True))
+    rp.on_cnp(0.0)
+    rp.on_cnp(4.5 * US)
+    rp.advance(8 * US)  # cuts at 4 and 8 us; the second clamps the target below line rate
+    rt = rp.rt
+    assert rt < LINE
+    for n in range(1, 6):
+        rp.on_bytes_sent(32767, (8 + n) * US)
+    assert rp.rt == pytest.approx(rt + 4 * 5 * MBPS)
+
+
+def incast_like(seed: int) -> list[tuple]:
+    """Episodes as an incast's sender sees them: paused (PFC) long enough for a timer stage,
+    then CNPs every few microseconds while its frames leave, then frames alone, so that
+    cuts clamp the target well below line rate and byte stages pile up between cuts. Open
+    loop: the frames' pace follows nothing."""
+    rng = random.Random(seed)
+    events: list[tuple] = []
+    t = 20 * US
+    while t < 6e-3:
+        t += rng.uniform(250, 700) * US  # paused: nothing sent
+        for phase_end, cnps in ((t + rng.uniform(20, 400) * US, True),
+                                (t + rng.uniform(50, 500) * US, False)):
+            next_cnp = t
+            while t < phase_end:
+                if cnps and t >= next_cnp:
+                    events.append((t, "cnp"))
+                    next_cnp = t + rng.uniform(2, 30) * US
+                events.append((t, "bytes", FRAME))
+                t += FRAME * 8 / rng.choice((10, 25, 50, 100)) / GBPS
+    return events
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ours_agrees_with_the_reference_at_every_event(seed):
+    settings = {**FIRMWARE_DEFAULTS, "rpg_byte_reset": 32767}
+    events = incast_like(seed)
+    out = compare(events, settings, LINE, grid_cuts=True)
+    assert out["agree"], out
+    assert out["points"] > len(events)  # timer ends compared too
+    cnps = sum(e[1] == "cnp" for e in events)
+    assert cnps > 20
+
+
+def test_the_as_written_reading_differs_only_in_when_the_first_cut_lands():
+    out = compare(incast_like(0), {**FIRMWARE_DEFAULTS, "rpg_byte_reset": 32767}, LINE,
+                  grid_cuts=False)
+    assert not out["agree"]
+    first = out["first_difference"]
+    assert first["event"][1] == "cnp" and first["ours_bps"] == LINE
