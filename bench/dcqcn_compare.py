@@ -125,8 +125,13 @@ def compare(events: list[Event], settings: dict, line_bps: float, *, grid_cuts: 
             series: list | None = None) -> dict:
     """Replay ``events`` into both models; after each event, and at every timer end of
     either model between events, compare the rates. The first difference, if any, with
-    what happened there; ``series`` collects (t, ours, reference) points."""
+    what happened there; ``series`` collects (t, ours, reference) points. Past a difference
+    the replay goes on (the events are recorded, so neither model feeds back), and the
+    swing of each, the share of the time at under 10 % or over 90 % of line rate, shows
+    whether a difference changes the picture."""
     ours, ref = models(settings, line_bps, grid_cuts)
+    swing = Swing(line_bps)
+    first = None
     points = 0
     end = events[-1][0] if events else 0.0
     queue = list(events)
@@ -151,14 +156,40 @@ def compare(events: list[Event], settings: dict, line_bps: float, *, grid_cuts: 
                 ref.on_bytes_sent(what[2], t)
         a, b = ours.rate(t), ref.rate(t)
         points += 1
+        swing.add(t, a, b)
         if series is not None:
             series.append((t, a, b))
-        if not math.isclose(a, b, rel_tol=REL_TOL):
-            return {"points": points, "agree": False, "end_s": end,
-                    "first_difference": {"t_s": t, "event": list(what), "ours_bps": a,
-                                         "reference_bps": b, "reference_state": _state(ref),
-                                         "before": [list(e) for e in queue[max(0, index - 6):index]]}}
-    return {"points": points, "agree": True, "end_s": end}
+        if first is None and not math.isclose(a, b, rel_tol=REL_TOL):
+            first = {"t_s": t, "event": list(what), "ours_bps": a, "reference_bps": b,
+                     "reference_state": _state(ref),
+                     "before": [list(e) for e in queue[max(0, index - 6):index]]}
+    out = {"points": points, "agree": first is None, "end_s": end, "swing": swing.shares()}
+    return out if first is None else {**out, "first_difference": first}
+
+
+class Swing:
+    """Time-weighted shares of a rate series near the floor (< 10 % of line) and near line
+    rate (> 90 %), for ours and the reference."""
+
+    def __init__(self, line_bps: float) -> None:
+        self.line = line_bps
+        self.last: tuple[float, float, float] | None = None
+        self.time = {"ours": [0.0, 0.0], "reference": [0.0, 0.0]}
+        self.total = 0.0
+
+    def add(self, t: float, ours: float, ref: float) -> None:
+        if self.last is not None:
+            dt = t - self.last[0]
+            self.total += dt
+            for name, rate in (("ours", self.last[1]), ("reference", self.last[2])):
+                self.time[name][0] += dt * (rate < 0.1 * self.line)
+                self.time[name][1] += dt * (rate > 0.9 * self.line)
+        self.last = (t, ours, ref)
+
+    def shares(self) -> dict:
+        total = self.total or 1.0
+        return {name: {"under_10pct": round(low / total, 3), "over_90pct": round(high / total, 3)}
+                for name, (low, high) in self.time.items()}
 
 
 def _ref_next(ref) -> float | None:
@@ -212,9 +243,14 @@ def main(argv: list[str] | None = None) -> int:
                                        "qps": results}
         print(f"reference read {reading}:")
         for r in results:
-            where = "" if r["agree"] else f"  first difference {r['first_difference']}"
+            where = "" if r["agree"] else f"; first difference {r['first_difference']}"
+            sw = r["swing"]
             print(f"  QP {r['qp']:2}: {r['events']:6} events, {r['cnps']:4} CNPs, "
-                  f"{r['points']:6} points {'agree' if r['agree'] else 'DIFFER'}{where}")
+                  f"{r['points']:6} points {'agree' if r['agree'] else 'DIFFER'}; "
+                  f"time under 10 % / over 90 % of line: ours "
+                  f"{sw['ours']['under_10pct']:.0%} / {sw['ours']['over_90pct']:.0%}, "
+                  f"reference {sw['reference']['under_10pct']:.0%} / "
+                  f"{sw['reference']['over_90pct']:.0%}{where}")
     grid = report["readings"]["grid-cuts"]["qps"]
     busiest = max(range(len(qps)), key=lambda n: grid[n]["cnps"])
     series: list = []
