@@ -98,21 +98,20 @@ class DcqcnParams:
 @dataclass(frozen=True)
 class FirmwareParams:
     """ConnectX firmware DCQCN, each field an ``mlxconfig`` parameter (its unit as a suffix:
-    seconds, b/s; the rest as mlxconfig has them) with the firmware's default, but for the
-    byte counter (below).
+    seconds, b/s; the rest as mlxconfig has them) with the firmware's default.
 
     - ``rpg_gd`` and ``rpg_min_dec_fac``: a cut multiplies the rate by
       ``max(1 - alpha * 2**(10 - rpg_gd), rpg_min_dec_fac / 100)`` (alpha is a 10-bit
       fraction in firmware, so 11 is a cut by alpha / 2, never by more than half);
     - ``dce_tcp_g``: alpha's gain is ``(1024 - dce_tcp_g) / 1024``; ``initial_alpha_value``
       is alpha at the first CNP, over 1024;
-    - ``rpg_byte_reset`` 0 turns the byte counter off, and 0 is the default here, not the
-      firmware's 32767: read as bytes, 32767 makes a fast-recovery step every ~3 us at
-      100G that no cut outpaces, since cuts every few microseconds never let the timer clamp
-      the target; the senders then swing between the floor and line rate and PFC fires in
-      steady state, which the reference model of this firmware (the HPCC simulator's, with
-      no byte counter) and deployed fabrics do not show (docs/concepts.md, "DCQCN: the
-      paper and the firmware"). A NIC file may still set it;
+    - ``rpg_byte_reset``: the byte counter, in bytes (0: off), the firmware's 32767 by
+      default. Read as bytes it makes a stage every ~3 us at 100G, so between cuts the rate
+      climbs back by byte stages far sooner than by the 300 us timer, and senders swing
+      between the floor and line rate under incast. An independent reading of the
+      firmware's rules (``nic.dcqcn_reference``, compared event by event in
+      ``bench/dcqcn_compare.py``) swings the same way: that is the firmware's behaviour,
+      not this model's (docs/concepts.md, "DCQCN: the paper and the firmware");
     - ``clamp_tgt_rate``: every cut sets the target rate to the current rate; otherwise
       ``clamp_tgt_rate_after_time_inc`` does so only if a timer increase happened since the
       last cut, and with both off, only if any increase (timer or byte) did.
@@ -120,7 +119,7 @@ class FirmwareParams:
 
     line_rate_bps: float = 100e9
     rpg_time_reset_s: float = 300e-6  # increase timer T
-    rpg_byte_reset: int = 0  # byte counter B, bytes (0: off; the firmware ships 32767)
+    rpg_byte_reset: int = 32767  # byte counter B, bytes (0: off)
     rpg_threshold: int = 1  # fast recovery stages F
     rpg_ai_rate_bps: float = 5e6
     rpg_hai_rate_bps: float = 50e6

@@ -97,7 +97,7 @@ class DcqcnSettings(_Section):
     mode: Literal["firmware", "paper"] = "firmware"
     # firmware (mlxconfig names)
     rpg_time_reset: Annotated[int, Field(ge=1)] | None = None  # us: increase timer
-    rpg_byte_reset: Annotated[int, Field(ge=0)] | None = None  # bytes; 0: off, the default
+    rpg_byte_reset: Annotated[int, Field(ge=0)] | None = None  # bytes; 0: off
     rpg_threshold: Annotated[int, _between(1, 31)] | None = None  # fast recovery stages
     rpg_ai_rate: Annotated[int, Field(ge=1)] | None = None  # Mb/s
     rpg_hai_rate: Annotated[int, Field(ge=1)] | None = None  # Mb/s

@@ -33,7 +33,7 @@ from rocelab.nic.dcqcn import (DcqcnParams, FirmwareParams, FirmwareReactionPoin
                                NotificationPoint, PaperReactionPoint, ReactionPoint)
 
 GBPS = 1e9
-FIRMWARE_BYTE_RESET = 32767  # what ConnectX firmware ships (the model's default is 0)
+FIRMWARE_BYTE_RESET = 32767  # what ConnectX firmware ships, the model's default
 MBPS = 1e6
 US = 1000  # ns
 
@@ -294,7 +294,8 @@ def test_byte_counter_patterns(seed, gap_us, clamp, gbps):
 
 
 def test_bytes_before_the_first_cut_or_with_the_counter_off_do_nothing():
-    for params in (FirmwareParams(rpg_byte_reset=FIRMWARE_BYTE_RESET), FirmwareParams()):
+    for params in (FirmwareParams(rpg_byte_reset=FIRMWARE_BYTE_RESET),
+                   FirmwareParams(rpg_byte_reset=0)):
         rp = ReactionPoint(params)
         rp.on_bytes_sent(10**6, 1e-6)
         assert (rp.rc, rp.rt, rp.j, rp.byte_count) == (100 * GBPS, 100 * GBPS, 0, 0)
@@ -304,11 +305,11 @@ def test_bytes_before_the_first_cut_or_with_the_counter_off_do_nothing():
 
 # --- by hand ------------------------------------------------------------------------------
 
-def test_defaults_are_the_firmware_ones_but_the_byte_counter():
-    """The firmware's own 32767 makes the limit cycle its reference model does not show
-    (FirmwareParams' docstring): the default is that model's, no byte counter."""
+def test_defaults_are_the_firmware_ones():
+    """The byte counter included: the swing its 32767 B makes under incast is what the
+    firmware's rules produce (tests/unit/test_dcqcn_reference.py, bench/dcqcn_compare.py)."""
     p = FirmwareParams()
-    assert (p.rpg_time_reset_s, p.rpg_byte_reset, p.rpg_threshold) == (300e-6, 0, 1)
+    assert (p.rpg_time_reset_s, p.rpg_byte_reset, p.rpg_threshold) == (300e-6, 32767, 1)
     assert (p.rpg_ai_rate_bps, p.rpg_hai_rate_bps, p.rpg_min_rate_bps) == (5e6, 50e6, 1e6)
     assert (p.rpg_gd, p.rpg_min_dec_fac, p.dce_tcp_g, p.initial_alpha_value) == (11, 50, 1019,
                                                                                  1023)
