@@ -85,9 +85,11 @@ def recording() -> Iterator[list[Recorded]]:
         yield qps
 
 
-def record(lab_path: Path, byte_reset: int, seed: int) -> tuple[list[Recorded], dict, float]:
-    """Simulate the lab's ECN-check incast with ``byte_reset`` and record every QP's
-    events; also return the sender's DCQCN settings (mlxconfig units) and its line rate."""
+def record(lab_path: Path, byte_reset: int, seed: int, run_s: float = RUN_S
+           ) -> tuple[list[Recorded], dict, float]:
+    """Simulate the lab's ECN-check incast (``run_s`` of the bottleneck at line rate) with
+    ``byte_reset`` and record every QP's events; also return the sender's DCQCN settings
+    (mlxconfig units) and its line rate."""
     from rocelab.checks import congestion as cg
     from rocelab.labs.runtimes.sim import simulated
     from rocelab.traffic import patterns
@@ -95,7 +97,7 @@ def record(lab_path: Path, byte_reset: int, seed: int) -> tuple[list[Recorded], 
     incast = cg.incast_of(lab)
     mtu = cg.roce_mtu(lab, incast)
     line_bps = cg.bottleneck_bps(lab, incast)
-    per_message = line_bps * RUN_S / 8 / (len(incast.senders) * QPS * MESSAGES)
+    per_message = line_bps * run_s / 8 / (len(incast.senders) * QPS * MESSAGES)
     size = math.ceil(per_message / mtu) * mtu
     flows = patterns.incast(incast.receiver, list(incast.senders), size, MESSAGES, QPS)
     nic = {"*": {"dcqcn": {"rpg_byte_reset": byte_reset}}}

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from rocelab.bench.dcqcn_compare import compare
+from rocelab.bench.dcqcn_compare import DEFAULT_LAB, compare, record
 from rocelab.nic.dcqcn import FirmwareParams, ReactionPoint
 from rocelab.nic.dcqcn_reference import MlxParams, ReferenceReactionPoint
 from rocelab.nic.settings import FIRMWARE_DEFAULTS
@@ -189,3 +189,15 @@ def test_the_as_written_reading_differs_only_in_when_the_first_cut_lands():
     assert not out["agree"]
     first = out["first_difference"]
     assert first["event"][1] == "cnp" and first["ours_bps"] == LINE
+
+
+def test_a_recorded_incast_replays_into_both_alike():
+    """The comparison's own input: the default lab's incast, shortened, recorded per QP
+    from the simulator (CNPs and frames), and both models agree on every QP's events."""
+    qps, settings, line_bps = record(DEFAULT_LAB, 32767, seed=0, run_s=1e-3)
+    assert settings["rpg_byte_reset"] == 32767 and line_bps > 0
+    assert len(qps) > 1 and all(any(e[1] == "bytes" for e in q.events) for q in qps)
+    assert sum(e[1] == "cnp" for q in qps for e in q.events) > 0
+    for qp in qps:
+        assert qp.events == sorted(qp.events, key=lambda e: e[0])
+        assert compare(qp.events, settings, line_bps, grid_cuts=True)["agree"]
