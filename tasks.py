@@ -23,15 +23,19 @@ def test(c, unit=False):
             "runs": "live-verdicts: back-to-back live check runs (default 10)",
             "racks": "live-verdicts: a generated lab of this many racks (default: the "
                      "default lab)",
-            "hog": "live-verdicts: a CPU-bound process holds one core during the runs"})
-def bench(c, only="", runs=10, racks=0, hog=False):
+            "hog": "live-verdicts: a CPU-bound process holds one core during the runs",
+            "hosts": "sim: the side-by-side all-to-all cases, comma list (default 128,512)",
+            "htsim": "sim: an htsim_roce binary (bench/htsim/build.sh SRC) to run the same "
+                     "cases on, for the ratio"})
+def bench(c, only="", runs=10, racks=0, hog=False, hosts="", htsim=""):
     """Benchmarks: lab.up/down against bare iproute2, agent forwarding against a bare relay,
     incast fidelity against S, the simulator's speed and scale, the check suite simulated
     against live, and the share of live check runs that decide every check."""
     names = [name for name in only.split(",") if name]
+    extra = [*(["--hosts", hosts] if hosts else []), *(["--htsim", htsim] if htsim else [])]
     raise Exit(code=subprocess.call([sys.executable, "-m", "bench", *names,
                                      "--runs", str(int(runs)), "--racks", str(int(racks)),
-                                     *(["--hog"] if hog else [])]))
+                                     *(["--hog"] if hog else []), *extra]))
 
 
 ns = namespace()

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from bench import forwarding, incast, lifecycle, live_verdicts, sim
+from bench import forwarding, incast, lifecycle, live_verdicts, sim, sim_side
 
 
 def incast_table(cast: dict) -> Table:
@@ -33,6 +33,7 @@ def incast_table(cast: dict) -> Table:
 
 
 BENCHES = ("lifecycle", "forwarding", "incast", "sim", "sim-suite", "live-verdicts")
+ROOTLESS = {"sim"}  # the simulator builds no namespace
 
 
 def sim_rows(table: Table, out: dict) -> None:
@@ -41,7 +42,11 @@ def sim_rows(table: Table, out: dict) -> None:
     table.add_row("sim engine, lossless incast", f"{eng['frame_hops_per_s']:,.0f} frame-hops/s",
                   f"{eng['simulated_s'] * 1e3:.2f} ms simulated in {eng['wall_s']:.1f} s",
                   f"{eng['slowdown']:,.0f}x slower than real time", "report")
-    for key, label, target in (("alltoall_256", "256 hosts all-to-all 64 KiB", "< 600 s, < 4 GiB"),
+    sim_side.rows(table, out["side_by_side"])
+    a2a_target = (f"<= {sim.ALLTOALL_256_TARGET['wall_s']:.0f} s, <= "
+                  f"{sim.ALLTOALL_256_TARGET['peak_rss_mib'] / 1024:g} GiB: "
+                  + sim_side.verdict(out.get("alltoall_256", {}).get("target_holds")))
+    for key, label, target in (("alltoall_256", "256 hosts all-to-all 64 KiB", a2a_target),
                                ("allreduce_1024", "1024 hosts all-reduce 1 MiB", "report")):
         run = out.get(key, {})
         if "wall_s" in run:
@@ -99,28 +104,48 @@ def verdict_rows(table: Table, out: dict) -> None:
                       f"median {s['median_ratio']:.2f} over {s['runs']} runs", "", "<= 1")
 
 
+def option(args: list[str], name: str) -> str | None:
+    """The value of ``name VALUE`` in ``args``, both taken out of it; None if absent."""
+    if name not in args:
+        return None
+    at = args.index(name)
+    if at + 1 >= len(args):
+        raise SystemExit(f"bench: {name} needs a value")
+    value = args[at + 1]
+    del args[at:at + 2]
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bench [lifecycle] [forwarding] ... [--runs N]``: the ones named, default
-    all; ``--runs``: live-verdicts' number of check runs."""
+    """``python -m bench [lifecycle] [forwarding] ... [--runs N] [--racks R] [--hog] [--hosts
+    128,512] [--htsim PATH]``: the ones named, default all; ``--runs``, ``--racks``,
+    ``--hog``: live-verdicts' number of check runs, lab (a generated one of R racks) and a
+    core held busy; ``--hosts``, ``--htsim``: sim's side-by-side cases and the htsim binary
+    to run them on."""
     args = list(sys.argv[1:] if argv is None else argv)
-    runs, racks = live_verdicts.RUNS, 0
-    for option in ("--runs", "--racks"):
-        if option in args:
-            at = args.index(option)
-            runs, racks = (int(args[at + 1]), racks) if option == "--runs" else \
-                (runs, int(args[at + 1]))
-            del args[at:at + 2]
+    runs = int(option(args, "--runs") or live_verdicts.RUNS)
+    racks = int(option(args, "--racks") or 0)
     hog = "--hog" in args
     if hog:
         args.remove("--hog")
+    hosts_text = option(args, "--hosts")
+    htsim = option(args, "--htsim") or None
+    try:
+        hosts = sim_side.hosts_option(hosts_text) if hosts_text else None
+        if htsim:
+            sim_side.adapter.check_binary(htsim)
+    except sim_side.adapter.HtsimError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
     chosen = args or list(BENCHES)
     unknown = [name for name in chosen if name not in BENCHES]
     if unknown:
         print(f"bench: unknown {', '.join(unknown)}; choose from {', '.join(BENCHES)}",
               file=sys.stderr)
         return 2
-    if os.geteuid() != 0:
-        print("bench: needs root (it builds network namespaces)", file=sys.stderr)
+    if os.geteuid() != 0 and set(chosen) - ROOTLESS:
+        print(f"bench: {', '.join(sorted(set(chosen) - ROOTLESS))} need root (they build "
+              "network namespaces)", file=sys.stderr)
         return 2
     console = Console()
     results = {}
@@ -135,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             results["incast"] = incast.measure()
     if "sim" in chosen:
         with console.status("the simulator: engine speed, fabric scale"):
-            results["sim"] = sim.measure()
+            results["sim"] = sim.measure(hosts, htsim)
     if "sim-suite" in chosen:
         with console.status("the default lab's check suite, simulated then live"):
             results["sim_suite"] = sim.suite()

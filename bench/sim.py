@@ -6,8 +6,11 @@
 - ``sim-suite``, on its own (it needs root and about five minutes of both cores): the
   default lab's whole check suite simulated, then the same suite live, back to back in this
   run on one private copy of the lab (``suite``; target: at most a fifth);
+- side by side with htsim (``bench.sim_side``): all-to-all of 64 KiB per pair on 128 and
+  512 hosts, htsim's own shape, both simulators in this run when ``--htsim`` names its
+  binary (targets: rocelab/htsim at most 2 and 1);
 - fabric scale, each in a child process so its peak memory is its own: 256 hosts at 400G,
-  all-to-all of 64 KiB per pair (target: under 10 minutes and 4 GiB); 1024 hosts, ring
+  all-to-all of 64 KiB per pair (target: under 3 minutes and 2 GiB); 1024 hosts, ring
   all-reduce of 1 MiB per host (reported);
 - the largest all-to-all fabric of the same shape that fits in 10 minutes, extrapolated
   from the 256-host run's frame-hops per second (an all-to-all's frames grow as N^2).
@@ -33,6 +36,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LAB = ROOT / "topologies" / "roce-v2-leafspine" / "roce-v2-leafspine.clab.yml"
 WALL_BUDGET_S = 600.0
+ALLTOALL_256_TARGET = {"wall_s": 180.0, "peak_rss_mib": 2048.0}  # at most
 
 
 def _lab(path: Path):
@@ -186,10 +190,21 @@ def largest_alltoall(run: dict) -> int:
     return n
 
 
-def measure() -> dict:
-    """The engine's speed and the fabric runs (``suite`` is a bench of its own)."""
-    out = {"engine": engine_speed()}
+def alltoall_256_holds(run: dict) -> bool | None:
+    """The 256-host all-to-all's target: complete, within its wall time and memory."""
+    if "wall_s" not in run:
+        return None
+    return run["complete"] and all(run[k] <= v for k, v in ALLTOALL_256_TARGET.items())
+
+
+def measure(hosts: list[int] | None = None, htsim: str | None = None) -> dict:
+    """The engine's speed, the side-by-side cases (``hosts``, default 128 and 512) and the
+    fabric runs (``suite`` is a bench of its own)."""
+    from bench import sim_side
+    out = {"engine": engine_speed(),
+           "side_by_side": sim_side.measure(hosts or list(sim_side.TARGETS), htsim)}
     a2a = scale("alltoall", "sizing-256", 64 * 1024)
+    a2a["target_holds"] = alltoall_256_holds(a2a)
     out["alltoall_256"] = a2a
     if "frame_hops" in a2a:
         out["largest_alltoall_in_10_min"] = largest_alltoall(a2a)
