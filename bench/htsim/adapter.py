@@ -5,13 +5,16 @@
   two-tier leaf-spine of K leaves and K/2 spines (``FatTreeTopology::set_params``), which is
   the rack order of ``labs.generate``'s host names (h1..h<K/2> on leaf1, ...);
 - it prints one ``Flow <name> <id> finished at <us> total bytes <B>`` per flow and, at the
-  end, ``New: <data packets> Rtx: <retransmitted>``; no event or hop count, so its
-  frame-hops are derived from the packets: its sink acknowledges every data packet
+  end, ``New: <n> Rtx: <bytes>`` (its RoceSrc never counts new packets, so n is 0; the
+  retransmitted figure is bytes gone back over). It counts no events or hops, so its
+  frame-hops are derived: a sender sends ceil(size / MTU) packets of an MTU's payload
+  (``RoceSrc::send_packet``) plus what it goes back over, its sink acknowledges every one
   (``RoceSink::receivePacket``), and a packet and its ACK each cross the switches of the
   flow's path (1 within a rack, 3 across).
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -95,30 +98,32 @@ def argv(binary: str | Path, case: Case, tm_file: str | Path, log_file: str | Pa
 def parse(lines: Sequence[str], case: Case) -> dict:
     """What htsim printed, read: flows finished and the last one's time, packets, and the
     frame-hops they make (module docstring)."""
-    finished: list[float] = []
-    packets = rtx = None
+    finished: dict[str, float] = {}
+    rtx = None
     connections = 0
     for line in lines:
         if (m := FINISHED.match(line)) is not None:
-            finished.append(float(m.group(3)))
+            finished.setdefault(m.group(1), float(m.group(3)))
         elif (m := PACKETS.match(line)) is not None:
-            packets, rtx = int(m.group(1)), int(m.group(2))
+            rtx = int(m.group(2))
         elif CONNECTION.match(line):
             connections += 1
-    if packets is None:
+    if rtx is None:
         raise HtsimError("htsim printed no 'New: N Rtx: M' line: it did not run to the end")
     if connections != len(case.flows):
         raise HtsimError(f"htsim set up {connections} connections, the case has "
                          f"{len(case.flows)}")
-    per_flow = packets / len(case.flows)  # every flow the same size: as many packets each
     path_switches = sum(case.switches_on_path(s, d) for s, d in case.flows)
-    mean_switches = path_switches / len(case.flows)
+    per_flow = math.ceil(case.size / case.mtu)
+    resent = math.ceil(rtx / case.mtu)
     return {"flows": len(case.flows), "flows_completed": len(finished),
             "complete": len(finished) == len(case.flows),
-            "simulated_s": max(finished, default=0.0) * 1e-6,
-            "data_packets": packets, "retransmitted": rtx,
-            # a data packet and its ACK over each switch of the path; a retransmission too
-            "frame_hops": round(2 * (per_flow * path_switches + rtx * mean_switches))}
+            "simulated_s": max(finished.values(), default=0.0) * 1e-6,
+            "data_packets": per_flow * len(case.flows) + resent, "retransmitted_bytes": rtx,
+            # a data packet and its ACK over each switch of the path; a resent one over
+            # the mean path, as which flows went back is not printed
+            "frame_hops": round(2 * (per_flow * path_switches
+                                     + resent * path_switches / len(case.flows)))}
 
 
 def check_binary(binary: str | Path) -> None:
