@@ -7,9 +7,9 @@ Each simulator runs as a child process of this one, timed from outside alike (it
 the fabric's build and the run: what a user waits for), its peak RSS from ``wait4``. Work is
 counted as htsim counts it: frame-hops, one per frame a switch forwards, data and ACK/CNP
 alike (the switches' ``forwarded`` counters summed from the flows' start: the hosts' ARP
-before it is not counted, htsim has none). The ratio of wall times is the target; the ratio per frame-hop
-says how much of it is the work each does (rocelab acknowledges every 16th packet, htsim
-every one).
+before it is not counted, htsim has none). The ratio of wall times is the target; the ratio
+per frame-hop says how much of it is the work each does (rocelab acknowledges every 16th
+packet, htsim every one).
 """
 from __future__ import annotations
 
