@@ -143,8 +143,8 @@ def run(binary: str | Path, case: Case, timeout_s: float = 3600) -> dict:
         tm.write_text(matrix(case))
         out_path = folder / "stdout.txt"
         with open(out_path, "w") as out:
-            wall, cpu, rss_kib, code = measured(argv(binary, case, tm, folder / "logout.dat"),
-                                           folder, out, timeout_s)
+            wall, cpu, rss_kib, code = measured(
+                argv(binary, case, tm, folder / "logout.dat"), folder, out, timeout_s)
         text = out_path.read_text(errors="replace")
     if code != 0:
         tail = text.strip().splitlines()[-1:] or ["(nothing printed)"]
