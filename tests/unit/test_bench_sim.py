@@ -22,3 +22,32 @@ def test_the_256_host_alltoall_target_is_time_memory_and_completion():
     assert alltoall_256_holds({**run, "peak_rss_mib": 2049.0}) is False
     assert alltoall_256_holds({**run, "complete": False}) is False
     assert alltoall_256_holds({"error": ["Traceback"]}) is None
+
+
+def test_the_sim_table_has_the_side_by_side_cases_and_the_256_host_verdict():
+    from rich.console import Console
+    from rich.table import Table
+
+    from bench.__main__ import sim_rows
+    run = {"wall_s": 200.0, "cpu_s": 190.0, "peak_rss_mib": 1500.0, "complete": True,
+           "simulated_s": 1.2e-3, "frame_hops_per_s": 30_000, "target_holds": False}
+    side = {"wall_s": 30.0, "cpu_s": 30.0, "peak_rss_mib": 400.0, "flows": 16256,
+            "flows_completed": 16256, "complete": True, "simulated_s": 1.8e-4,
+            "frame_hops": 900_000, "frame_hops_per_s": 30_000, "wall_per_simulated_s": 1.7e5}
+    out = {"engine": {"frame_hops_per_s": 24_000, "simulated_s": 2e-3, "wall_s": 1.0,
+                      "slowdown": 500},
+           "side_by_side": {"htsim": None, "cases": [
+               {"hosts": 128, "shape": "2 tiers: 128 hosts at 400G, 16 leaves, 8 spines; x",
+                "target_ratio": 2.0, "rocelab": side, "ratio_wall": None,
+                "ratio_per_frame_hop": None, "target_holds": None}]},
+           "alltoall_256": run}
+    table = Table()
+    for col in ("measure", "value", "baseline", "ratio", "target"):
+        table.add_column(col)
+    sim_rows(table, out)
+    console = Console(width=400, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "2 tiers: 128 hosts at 400G, 16 leaves, 8 spines: rocelab" in text
+    assert "<= 2x: not measured" in text and "bench/htsim/build.sh SRC" in text
+    assert "<= 180 s, <= 2 GiB: DOES NOT HOLD" in text
