@@ -18,7 +18,8 @@ def test(c, unit=False):
     raise Exit(code=subprocess.call(args))
 
 
-@task(help={"only": "comma list of lifecycle, forwarding, incast, sim, sim-suite, "
+@task(auto_shortflags=False,  # -h would be --hog, not help
+      help={"only": "comma list of lifecycle, forwarding, incast, sim, sim-suite, "
                      "live-verdicts (default: all)",
             "runs": "live-verdicts: back-to-back live check runs (default 10)",
             "racks": "live-verdicts: a generated lab of this many racks (default: the "
