@@ -65,6 +65,7 @@ from .frames import (BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_
                      parse_mac_control, pfc_frame)
 from .interfaces import L3Interface
 from .pause import PfcSender
+from .refresh import RefreshTimers
 from .ports import ROUTED, SWITCHED, PortState
 from .router import Router
 from .router6 import Router6
@@ -155,11 +156,11 @@ class Switch:
             port.pgs = [self._buffers.pg(name, pg) for pg in range(8)]
             port.pfc = [PfcSender(b.priorities, port.egress.rate_bps) if b.lossless else None
                         for b in port.pgs]
-        # what ``next_timer`` looks at: the PFC senders and the watchdogs there are
-        self._senders = [s for p in self._ports.values() for s in p.pfc if s is not None]
+        # what ``next_timer`` looks at: the pending PFC refreshes, kept as senders send,
+        # and the watchdogs there are, whose earliest poll (and the FDB sweep) is kept until
+        # one moves: a tick (watchdog polls, the sweep), a watchdog rescaled
+        self._refreshes = RefreshTimers()
         self._watchdogs = [w for p in self._ports.values() for w in p.egress.watchdogs.values()]
-        # their earliest timer (and the FDB sweep's), kept until one moves: a PFC frame sent
-        # (XOFF, refresh, XON), a tick (watchdog polls, the sweep), a watchdog rescaled
         self._timers_moved = True
         self._own_timer: float | None = None
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
@@ -239,7 +240,7 @@ class Switch:
         for port in self._ports.values():
             for sender in port.pfc:
                 if sender is not None and sender.xoff:
-                    self._send_pfc(port, sender.tick(now))
+                    self._send_pfc(port, sender.tick(now), sender)
             for event in port.egress.poll(now, port.counters.queue_tx_packets):
                 if port.egress.watchdogs[event.queue].drops:
                     self._flush(port, event.queue, now, PFC_WD_DROP)
@@ -253,14 +254,14 @@ class Switch:
         is not a tick's work: ``next_send_time`` counts a paused queue from its end."""
         if self._timers_moved:
             own = self._next_sweep if self._vlans else None
-            for sender in self._senders:
-                if sender.xoff and (own is None or sender.next_refresh < own):
-                    own = sender.next_refresh
             for watchdog in self._watchdogs:
                 if own is None or watchdog.due < own:
                     own = watchdog.due
             self._own_timer, self._timers_moved = own, False
         due = self._own_timer
+        refresh = self._refreshes.earliest()
+        if refresh is not None and (due is None or refresh < due):
+            due = refresh
         for router in (self._router, self._router6):
             at = router.next_timer()  # kept by the router until a neighbour's timer moves
             if at is not None and (due is None or at < due):
@@ -552,7 +553,8 @@ class Switch:
         admission = buffer.admit(size, now)
         if admission is not ADMITTED:  # the usual answer; the others may pause or drop
             if admission.xoff:
-                self._send_pfc(port, port.pfc[pg].set_xoff(now))
+                sender = port.pfc[pg]
+                self._send_pfc(port, sender.set_xoff(now), sender)
             if not admission.accepted:
                 return admission.verdict
         self._charge = (buffer, size, cls)
@@ -645,13 +647,13 @@ class Switch:
         self._touched.add(port.name)
         return FLOW_CONTROL
 
-    def _send_pfc(self, port: PortState, quanta: dict[int, int]) -> None:
+    def _send_pfc(self, port: PortState, quanta: dict[int, int], sender: PfcSender) -> None:
         """Queue a PFC frame out of ``port`` for immediate transmission (control frames
         bypass the queues), counted per priority. A PFC sender that returned quanta moved its
         refresh timer (``next_timer``)."""
         if not quanta:
             return
-        self._timers_moved = True
+        self._refreshes.moved(sender)
         if not port.up:
             return
         self._control.append((port.name, pfc_frame(self.router_mac, quanta)))
@@ -734,7 +736,8 @@ class Switch:
         """Bytes left ``pool``: its PGs in XOFF that may resume send XON (PFC quanta 0)."""
         for resumed in self._buffers.resume(pool, now):
             port = self._ports[resumed.port]
-            self._send_pfc(port, port.pfc[resumed.pg].set_xon(now))
+            sender = port.pfc[resumed.pg]
+            self._send_pfc(port, sender.set_xon(now), sender)
 
     def _release_queued(self, held: QueueBuffer, nbytes: int, charge: Charge | None,
                         now: float) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from rocelab.fabric.model.pause import MAX_QUANTA, pause_seconds
 from rocelab.fabric.model.neighbors import ARP_LIFETIME_S, ARP_RETRY_S
 from tests.unit.test_forwarding import (
-    H1, H1_IP, H3_IP, NEXTHOPS, RMAC, SPINE_MAC, SPINE_PORT, arp, expected_spine,
+    H1, H1_IP, H2, H3_IP, NEXTHOPS, RMAC, SPINE_MAC, SPINE_PORT, arp, expected_spine,
     leaf1 as routed_leaf1, udp,
 )
 from tests.unit.test_lossless import (
-    H1_PORT, H2_PORT, RATE, blast_until_pfc, learned, leaf1, pfc_quanta,
+    H1_PORT, H2_PORT, RATE, blast_until_pfc, learned, leaf1, pfc_quanta, udp_frame,
 )
 
 
@@ -47,3 +47,23 @@ def test_next_timer_follows_a_next_hop_from_unresolved_to_resolved_to_forgotten(
     assert router.next_timer() == 0.5 + ARP_LIFETIME_S  # resolved: re-probed when old
     sw.set_port_up(SPINE_PORT[spine], False)
     assert router.next_timer() is None  # forgotten with its port
+
+
+def test_next_timer_is_the_earliest_refresh_over_ports_paused_at_different_times():
+    """Both ports in XOFF, h2's first: its refresh leads; once it resumes, h1's does."""
+    sw = learned(leaf1())
+    sw.tick(0.0)
+    idle = sw.next_timer()
+    half = pause_seconds(MAX_QUANTA, RATE) / 2
+    blast_until_pfc(sw)  # h2 -> h1, XOFF on h2's port at 0.0
+    later = half / 4
+    for _ in range(2000):  # h1 -> h2, XOFF on h1's port at ``later``
+        if pfc_quanta(sw.receive(H1_PORT, udp_frame(26, src=H1, dst=H2), later), H1_PORT):
+            break
+    assert sw.next_timer() == min(idle, half)
+    now = later
+    while sw.next_timer() == min(idle, half):  # drain toward h1 until h2's PG resumes
+        now = max(now, sw.next_send_time(H1_PORT))
+        assert sw.dequeue(H1_PORT, now) is not None
+        sw.take_control()
+    assert sw.next_timer() == min(idle, later + half)
