@@ -219,9 +219,6 @@ class PortScheduler:
         q.deficit = 0
         return dropped
 
-    def _open(self, q: _Queue, now: float) -> bool:
-        return bool(q.entries) and (self._gate is None or self._gate(q.index) <= now)
-
     def next_send_time(self) -> float | None:
         """When the next frame can start: None when every queue is empty.
 
@@ -257,8 +254,9 @@ class PortScheduler:
         return frame, meta, q.index
 
     def _pick(self, now: float) -> _Queue | None:
+        gate = self._gate  # whether a queue is open, inline: this runs once per queued frame
         for q in self._strict:
-            if self._open(q, now):
+            if q.entries and (gate is None or gate(q.index) <= now):
                 return q
         return self._pick_weighted(now)
 
@@ -269,8 +267,9 @@ class PortScheduler:
         loses its deficit (it must not save up credit while idle); a paused one keeps it
         but earns no quantum while skipped.
         """
-        weighted = self._weighted
-        is_open = [self._open(q, now) for q in weighted]  # once per pick: this is per packet
+        weighted, gate = self._weighted, self._gate
+        # once per pick: this is per packet
+        is_open = [bool(q.entries) and (gate is None or gate(q.index) <= now) for q in weighted]
         if not any(is_open):
             return None
         n = len(weighted)

@@ -48,8 +48,12 @@ class SimSwitch:
         if self.trace is not None:
             self._activity()
         switch = self.switch
-        self._send(switch.receive(port, frame, self.engine.now))
-        self._arm(switch.take_touched())
+        out = switch.receive(port, frame, self.engine.now)
+        if out:  # most frames wait in a queue: nothing to send, no port touched but theirs
+            self._send(out)
+        touched = switch.take_touched()
+        if touched:
+            self._arm(touched)
         self._arm_tick()  # an XOFF starts its refresh timer
 
     def _send(self, out: list[tuple[str, bytes]]) -> None:
@@ -86,7 +90,9 @@ class SimSwitch:
         while (frame := self.switch.dequeue(port, now)) is not None:
             if wire is not None:
                 wire.send(frame)
-        self._send(self.switch.take_control())
+        control = self.switch.take_control()
+        if control:
+            self._send(control)
         touched = self.switch.take_touched()
         touched.add(port)
         self._arm(touched)
