@@ -65,7 +65,7 @@ from .frames import (BROADCAST_MAC, ETH_HEADER_LEN, ETH_P_8021Q, ETH_P_ARP, ETH_
                      parse_mac_control, pfc_frame)
 from .interfaces import L3Interface
 from .pause import PfcSender
-from .refresh import RefreshTimers
+from . import refresh
 from .ports import ROUTED, SWITCHED, PortState
 from .router import Router
 from .router6 import Router6
@@ -159,7 +159,7 @@ class Switch:
         # what ``next_timer`` looks at: the pending PFC refreshes, kept as senders send,
         # and the watchdogs there are, whose earliest poll (and the FDB sweep) is kept until
         # one moves: a tick (watchdog polls, the sweep), a watchdog rescaled
-        self._refreshes = RefreshTimers()
+        self._refreshes: list[refresh.Entry] = []
         self._watchdogs = [w for p in self._ports.values() for w in p.egress.watchdogs.values()]
         self._timers_moved = True
         self._own_timer: float | None = None
@@ -259,9 +259,10 @@ class Switch:
                     own = watchdog.due
             self._own_timer, self._timers_moved = own, False
         due = self._own_timer
-        refresh = self._refreshes.earliest()
-        if refresh is not None and (due is None or refresh < due):
-            due = refresh
+        if self._refreshes:  # a PG in XOFF (or a stale entry)
+            at = refresh.earliest(self._refreshes)
+            if at is not None and (due is None or at < due):
+                due = at
         for router in (self._router, self._router6):
             at = router.next_timer()  # kept by the router until a neighbour's timer moves
             if at is not None and (due is None or at < due):
@@ -653,7 +654,7 @@ class Switch:
         refresh timer (``next_timer``)."""
         if not quanta:
             return
-        self._refreshes.moved(sender)
+        refresh.moved(self._refreshes, sender)
         if not port.up:
             return
         self._control.append((port.name, pfc_frame(self.router_mac, quanta)))
