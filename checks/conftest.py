@@ -9,12 +9,18 @@ Checks that send traffic "from each L2 domain" are parametrized here from the la
 topology and configs (``labs.domains``): mark a check ``@pytest.mark.per_domain("peers")``
 and it gets one ``sender`` per domain. Nothing about a lab's hosts is written in a check.
 
+Forwarding checks probe every pair on a fabric under ``--sample-from`` hosts (default 256),
+and a stated, seeded sample on one that large or larger (``checks.sample``: the sender's own
+domain and ``--sample-size`` others); ``--probe-all`` probes every pair whatever the size.
+Each probe reads the counters of the switches on its path only (``checks.paths``).
+
 Classification checks are parametrized from the lab's classes (``checks.classes``): a check
 taking ``dscp_case`` runs once per lossless class's DSCP and once for a lossy control DSCP;
 one taking ``pcp_case`` once per lossless priority.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import time
@@ -24,7 +30,9 @@ from pathlib import Path
 import pytest
 
 from rocelab.checks import classes
+from rocelab.checks import sample
 from rocelab.checks import congestion as cg
+from rocelab.checks.paths import Paths
 from rocelab.checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
 from rocelab.labs import domains as l2
 from rocelab.labs import fingerprint
@@ -53,6 +61,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--jitter-ns", default=0.0, type=float, metavar="NS",
                     help="sim only: mean timing jitter per frame per hop, fabric ns "
                          "(0: exact clocks; docs/runtimes.md)")
+    group.addoption("--sample-from", default=sample.DEFAULT_THRESHOLD, type=_positive,
+                    metavar="HOSTS", help="forwarding checks on a fabric of this many hosts or "
+                    "more probe a sample of the pairs (default %(default)s; checks.sample)")
+    group.addoption("--sample-size", default=sample.DEFAULT_SIZE, type=_positive, metavar="N",
+                    help="sampled: destinations outside the sender's own L2 domain, per "
+                         "sender (default %(default)s)")
+    group.addoption("--probe-all", action="store_true",
+                    help="forwarding checks probe every pair, whatever the fabric's size")
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -201,6 +223,20 @@ def results(request) -> Path:
         folder = Path.cwd() / "results" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@pytest.fixture(scope="session")
+def plan(request, lab) -> sample.Plan:
+    """Which pairs the forwarding checks probe: every one, or a stated sample."""
+    options = request.config.option
+    return sample.Plan(len(lab.topology.hosts), options.sample_from, options.sample_size,
+                       options.seed, options.probe_all)
+
+
+@pytest.fixture(scope="session")
+def paths(lab) -> Paths:
+    """The switches each probe may cross, whose counters it reads."""
+    return Paths(lab.topology)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,9 @@ carries the property ``outcome`` = ``error`` and an ``<error>`` element where py
 Checks attach evidence with ``record_evidence(item_or_request, path)``, or a whole folder
 with ``record_evidence_dir``; a PNG to show in the report with ``record_plot``; whether the
 emulation kept up with ``record_fidelity``; how its expected numbers follow from the
-lab's config with ``record_derivation`` (lines "config value -> number"). Files are listed relative to the results folder.
+lab's config with ``record_derivation`` (lines "config value -> number"); which host pairs
+a forwarding check probed, and how they were chosen, with ``record_probes``. Files are
+listed relative to the results folder.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ EVIDENCE_DIR = "evidence_dir"
 PLOT = "plot"
 FIDELITY = "fidelity"
 DERIVATION = "derivation"
+PROBES = "probes"
 OUTCOME = "outcome"  # a JUnit property, "error" on a check that crashed
 LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR",
           "inconclusive": "INCONCLUSIVE"}
@@ -96,6 +99,13 @@ def record_derivation(request, lines: list[str]) -> None:
     """Attach how the check's expected numbers were derived from the lab's config."""
     node = getattr(request, "node", request)
     node.user_properties.append((DERIVATION, list(lines)))
+
+
+def record_probes(request, probes: dict) -> None:
+    """Attach which pairs the check probed and how they were chosen (``checks.sample``):
+    ``{"how": str, "sampled": bool, "pairs": [[src, dst], ...]}``."""
+    node = getattr(request, "node", request)
+    node.user_properties.append((PROBES, dict(probes)))
 
 
 def merged_fidelity(properties: list[tuple[str, object]]) -> dict | None:
@@ -353,7 +363,9 @@ class Report:
                         "plots": self.plots(c, results),
                         "fidelity": merged_fidelity(c.properties),
                         "derivation": [line for k, v in c.properties if k == DERIVATION
-                                       for line in v]}
+                                       for line in v],
+                        "probes": next((v for k, v in reversed(c.properties) if k == PROBES),
+                                       None)}
                        for c in self.checks.values()],
         }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv6Interface
 
@@ -208,24 +209,29 @@ def path_expectations(topo: Topology, sightings) -> list[Expected]:
 # --------------------------------------------------------------------------- counters
 
 
-def snapshot(lab: Lab) -> dict[str, dict]:
-    """Every switch's counters."""
-    return {node.name: lab.agent(node.name).counters() for node in lab.topology.switches}
+def snapshot(lab: Lab, switches: Iterable[str] | None = None) -> dict[str, dict]:
+    """The counters of ``switches`` (None: every switch), by name."""
+    names = [node.name for node in lab.topology.switches] if switches is None \
+        else sorted(switches)
+    return {name: lab.agent(name).counters() for name in names}
 
 
-def settled(lab: Lab, quiet: float = 0.15, timeout: float = 2.0) -> dict[str, dict]:
-    """Counters once they stop moving between two looks ``quiet`` apart (frames in flight
-    through the agents are counted), looking at most ``timeout / quiet`` times. The lab's
-    own clock runs between looks (``Lab.wait``): wall time live, simulated time in sim,
-    where no wall second is slept and the answer does not depend on the machine's speed."""
-    last = _essentials(snapshot(lab))
+def settled(lab: Lab, quiet: float = 0.15, timeout: float = 2.0,
+            switches: Iterable[str] | None = None) -> dict[str, dict]:
+    """Counters of ``switches`` (None: every switch) once they stop moving between two
+    looks ``quiet`` apart (frames in flight through the agents are counted), looking at
+    most ``timeout / quiet`` times. The lab's own clock runs between looks (``Lab.wait``):
+    wall time live, simulated time in sim, where no wall second is slept and the answer
+    does not depend on the machine's speed."""
+    names = None if switches is None else sorted(switches)
+    last = _essentials(snapshot(lab, names))
     for _ in range(max(1, round(timeout / quiet))):
         lab.wait(quiet)
-        now = snapshot(lab)
+        now = snapshot(lab, names)
         if _essentials(now) == last:
             return now
         last = _essentials(now)
-    return snapshot(lab)
+    return snapshot(lab, names)
 
 
 def _essentials(snap: dict[str, dict]) -> str:
@@ -239,13 +245,16 @@ def port_delta(run, switch: str, port: str, key: str) -> int:
     return (run.after[switch]["ports"][port][key] - run.before[switch]["ports"][port][key])
 
 
-def quiet(lab: Lab, still: float = 0.5, timeout: float = 5.0, step: float = 0.1) -> bool:
-    """Wait until no switch port counted a frame for ``still`` seconds (True), or give up
-    at ``timeout`` (False), looking every ``step`` of the lab's own clock (``Lab.wait``)."""
-    last, unchanged = _essentials(snapshot(lab)), 0.0
+def quiet(lab: Lab, still: float = 0.5, timeout: float = 5.0, step: float = 0.1,
+          switches: Iterable[str] | None = None) -> bool:
+    """Wait until no port of ``switches`` (None: every switch) counted a frame for
+    ``still`` seconds (True), or give up at ``timeout`` (False), looking every ``step`` of
+    the lab's own clock (``Lab.wait``)."""
+    names = None if switches is None else sorted(switches)
+    last, unchanged = _essentials(snapshot(lab, names)), 0.0
     for _ in range(max(1, round(timeout / step))):
         lab.wait(step)
-        now = _essentials(snapshot(lab))
+        now = _essentials(snapshot(lab, names))
         if now != last:
             last, unchanged = now, 0.0
             continue

@@ -168,6 +168,22 @@ def derivations(checks: list[dict]) -> list[str]:
     return out
 
 
+def probed(checks: list[dict]) -> list[str]:
+    """Per forwarding check, the pairs it probed and how they were chosen: a pair not listed
+    was not checked (``checks.sample``)."""
+    out = []
+    for c in checks:
+        probes = c.get("probes")
+        if probes:
+            by_sender: dict[str, list[str]] = {}
+            for src, dst in probes.get("pairs") or []:
+                by_sender.setdefault(src, []).append(dst)
+            pairs = "; ".join(f"{src} -> {', '.join(dsts)}" for src, dsts in by_sender.items())
+            out.append(f"- **{c.get('name')}**: {len(probes.get('pairs') or [])} pair(s), "
+                       f"{cell(probes.get('how'))}: {cell(pairs or 'none')}")
+    return out
+
+
 def write_markdown(results_dir: str | Path) -> Path:
     """Write ``<results_dir>/summary.md`` from its ``summary.json``; the path written."""
     folder = Path(results_dir)
@@ -184,6 +200,9 @@ def write_markdown(results_dir: str | Path) -> Path:
     figures = plots(checks)
     if figures:
         lines += ["## Plots", "", *figures]
+    pairs = probed(checks)
+    if pairs:
+        lines += ["## Pairs probed", "", *pairs, ""]
     derived = derivations(checks)
     if derived:
         lines += ["## Thresholds from the config", "", *derived, ""]

@@ -5,6 +5,10 @@ expectation is computed from the lab itself: domains from its topology and VLAN 
 (``labs.domains``), router hops from which switches took the frame to their router MAC,
 classes from each switch's QoS maps (``checks.roce``). Each probe's sightings, counters
 before/after and pcaps are kept as evidence (see docs/checks.md).
+
+On a large fabric the checks probe a stated sample of the pairs (``checks.sample``, written
+into the report), and each probe reads the counters of the switches on its path only
+(``checks.paths``).
 """
 from __future__ import annotations
 
@@ -13,6 +17,9 @@ from dataclasses import dataclass
 import pytest
 
 from rocelab.checks import roce
+from rocelab.checks.paths import Paths
+from rocelab.checks.report import record_probes
+from rocelab.checks.sample import Plan
 from rocelab.checks.port_roles import by_design, host_dscps
 from rocelab.labs import domains as l2
 from rocelab.fabric.model.egress import queue_priorities
@@ -36,28 +43,46 @@ def roce_of(lab, host: str) -> RoceSettings:
 
 @dataclass
 class Run:
-    """One probe and the switches' counters around it."""
+    """One probe and the counters around it of the switches it may cross (``switches``)."""
 
     result: ProbeResult
     before: dict
     after: dict
     label: str
+    switches: frozenset[str]
 
     def delta(self) -> dict:
         return roce.delta(self.before, self.after)
 
 
-def send(lab, evidence, src: str, dst: str, kind: str, **kw) -> Run:
-    """Probe, with counters read before and after; sightings, counters and pcaps saved."""
+def send(lab, evidence, paths: Paths, src: str, dst: str, kind: str, **kw) -> Run:
+    """Probe, with the counters of the switches on its path (``checks.paths``) read before
+    and after; sightings, counters and pcaps saved.
+
+    Every wire is captured, so a frame that reached a switch off that path is seen: the
+    probe is then sent again with that switch read too, and the Run returned has the
+    counters of every switch its frames reached."""
+    read = paths.between(src, dst, routed=kind == "v2")
+    while True:
+        run = _send(lab, evidence, read, src, dst, kind, **kw)
+        off = run.result.received_by() - run.result.hosts - read
+        if not off:
+            return run
+        read |= off
+
+
+def _send(lab, evidence, read: frozenset[str], src: str, dst: str, kind: str, **kw) -> Run:
     label = evidence.next(f"{kind}-{src}-{dst}" + "".join(f"-{k}{v}" for k, v in kw.items()))
-    before = roce.snapshot(lab)
+    before = roce.snapshot(lab, read)
     result = probe(lab, src, dst, kind, count=COUNT, pcap_dir=evidence.path(f"{label}-pcap"),
                    **kw)
-    after = roce.settled(lab)
-    run = Run(result, before, after, label)
+    after = roce.settled(lab, switches=read)
+    run = Run(result, before, after, label, read)
     evidence.json(f"{label}-probe", {
         "probe": {"kind": kind, "src": src, "dst": dst, "count": COUNT, **kw},
         "verdict": result.verdict(),
+        "counters_read": sorted(read),
+        "off_path": sorted(result.received_by() - result.hosts - read),
         "capture_drops": result.capture_drops,
         "sent": [roce.describe(frame) for frame in result.sent],
         "sightings": [{"node": s.node, "iface": s.iface, "dir": s.direction,
@@ -116,16 +141,37 @@ def expected_wire_tag(lab, domain: l2.Domain, node: str, iface: str) -> str:
 # --------------------------------------------------------------------------- RoCEv1
 
 
+def homes(topo, domains: list[l2.Domain]) -> dict[str, str]:
+    """Host -> the name of its L2 domain, ranked as ``labs.domains.domain_of`` ranks them
+    (untagged first, then its first interface's), from domains computed once."""
+    ranked: dict[str, tuple[tuple, str]] = {}
+    for domain in domains:
+        for a in domain.attachments:
+            first = next(iter(topo.interfaces(a.host)), None)
+            rank = ((a.tagged, a.iface != first, a.iface), domain.name)
+            ranked[a.host] = min(ranked.get(a.host, rank), rank)
+    return {host: name for host, (_, name) in ranked.items()}
+
+
+def destinations(request, lab, plan: Plan, domains: list[l2.Domain], sender: str,
+                 candidates) -> list[str]:
+    """The destinations ``sender`` probes among ``candidates`` (``checks.sample``: every
+    one, or a stated sample), written into the report."""
+    chosen = plan.choose(sender, candidates, homes(lab.topology, domains))
+    record_probes(request, plan.record(sender, chosen))
+    return chosen
+
+
 @pytest.mark.per_domain("peers")
-def test_v1_stays_in_its_l2_domain(lab, domains, evidence, sender):
+def test_v1_stays_in_its_l2_domain(lab, domains, evidence, paths, plan, request, sender):
     """RoCEv1 from one host reaches every other host of its L2 domain intact (ICRC valid,
     GRH and payload unchanged), keeps its PCP on every tagged hop, and is seen on no port
     outside the domain."""
     domain = l2.domain_of(lab.topology, sender)
     assert domain in domains
     pcp = roce_of(lab, sender).priority
-    for dst in sorted(domain.untagged_hosts - {sender}):
-        run = send(lab, evidence, sender, dst, "v1", pcp=pcp)
+    for dst in destinations(request, lab, plan, domains, sender, domain.untagged_hosts):
+        run = send(lab, evidence, paths, sender, dst, "v1", pcp=pcp)
         outside = sorted(run.result.seen_on() - domain.ports)
         assert not outside, (f"v1 from {sender} appeared on "
                              f"{', '.join(f'{n}:{i}' for n, i in outside)} "
@@ -145,18 +191,19 @@ def test_v1_stays_in_its_l2_domain(lab, domains, evidence, sender):
 
 
 @pytest.mark.per_domain("outsiders")
-def test_v1_to_another_domain_is_refused_by_the_router(lab, domains, evidence, sender):
+def test_v1_to_another_domain_is_refused_by_the_router(lab, domains, evidence, paths, plan,
+                                                       request, sender):
     """RoCEv1 to a host outside the sender's domain goes, as a host would send it, to the
     gateway's MAC; the gateway must refuse it (``non_ip_to_router``, one per frame), no host
     may receive it, and it must not be seen outside the sender's domain."""
     domain = l2.domain_of(lab.topology, sender)
     macs = roce.router_macs(lab.topology)
-    outsiders = sorted({h.name for h in lab.topology.hosts} - domain.hosts)
+    outsiders = {h.name for h in lab.topology.hosts} - domain.hosts
     gateway = lab.default_gateway(sender)
-    for dst in outsiders:
+    for dst in destinations(request, lab, plan, domains, sender, outsiders):
         if gateway:  # the bridges on the way learn the gateway's MAC: no flooding
             lab.ping(sender, "gateway", gateway, count=1)
-        run = send(lab, evidence, sender, dst, "v1", pcp=roce_of(lab, sender).priority)
+        run = send(lab, evidence, paths, sender, dst, "v1", pcp=roce_of(lab, sender).priority)
         result = run.result
         outside = sorted(result.seen_on() - domain.ports)
         assert not outside, (f"v1 from {sender} to {dst} appeared on "
@@ -186,13 +233,15 @@ def test_v1_to_another_domain_is_refused_by_the_router(lab, domains, evidence, s
 
 
 @pytest.mark.per_domain("any")
-def test_v2_is_routed_ttl_down_one_per_router(lab, domains, evidence, sender):
+def test_v2_is_routed_ttl_down_one_per_router(lab, domains, evidence, paths, plan, request,
+                                              sender):
     """RoCEv2 from one host per domain reaches every other host: across subnets routed,
     each router taking exactly 1 off the TTL and bridges none; within its subnet unrouted,
     TTL unchanged; DSCP, ECN, ICRC and payload intact everywhere."""
     addrs = lab.host_interfaces()
-    for dst in sorted(h.name for h in lab.topology.hosts if h.name != sender):
-        run = send(lab, evidence, sender, dst, "v2", dscp=roce_of(lab, sender).dscp)
+    for dst in destinations(request, lab, plan, domains, sender,
+                            [h.name for h in lab.topology.hosts]):
+        run = send(lab, evidence, paths, sender, dst, "v2", dscp=roce_of(lab, sender).dscp)
         arrived = assert_intact(run, "v2", sender, dst)
         sent_ttl = roce.hop_limit(run.result.sent[0])
         local = roce.same_subnet(addrs[sender], addrs[dst])
@@ -220,7 +269,8 @@ def test_v2_is_routed_ttl_down_one_per_router(lab, domains, evidence, sender):
 # --------------------------------------------------------------------------- classification
 
 
-def classified(lab, evidence, sender: str, dst: str, kind: str, what: str, **kw) -> list:
+def classified(lab, evidence, paths: Paths, sender: str, dst: str, kind: str, what: str,
+               **kw) -> list:
     """Probe and compare each crossed switch's PG and queue counters with the config's
     expectation, frame by frame (ECMP may send each frame another way). Returns the
     expectations, which held.
@@ -230,10 +280,12 @@ def classified(lab, evidence, sender: str, dst: str, kind: str, what: str, **kw)
     of no probe is inconclusive and retried once the fabric is quiet; a mismatch on ports
     that carried only the probe is a wrong classification and fails at once."""
     problems: list[str] = []
+    read = paths.between(sender, dst, routed=kind == "v2")
     for attempt in range(1, ATTEMPTS + 1):
         if attempt > 1:
-            roce.quiet(lab)
-        run = send(lab, evidence, sender, dst, kind, **kw)
+            roce.quiet(lab, switches=read)
+        run = send(lab, evidence, paths, sender, dst, kind, **kw)
+        read = run.switches
         assert_intact(run, kind, sender, dst)
         pgs: dict[tuple[str, str, int], int] = {}
         queues: dict[tuple[str, str, int], int] = {}
@@ -335,7 +387,7 @@ def assert_lossless_everywhere(lab, hops: list, what: str, dscp: int | None = No
 
 
 @pytest.mark.per_domain("any")
-def test_v2_dscp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, dscp_case):
+def test_v2_dscp_lands_in_the_configured_pg_and_queue(lab, evidence, paths, sender, dscp_case):
     """RoCEv2 with each lossless class's DSCP (and, as a control, a DSCP no switch makes
     lossless) is counted in the PG and queue each switch's DSCP_TO_TC / TC_TO_PRIORITY_GROUP
     / TC_TO_QUEUE maps give it, on every switch it crosses, routed or bridged; the control
@@ -344,7 +396,8 @@ def test_v2_dscp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, dsc
     if dst is None:
         pytest.skip(f"{sender} has no other host to send to")
     dscp = dscp_case.value
-    expected = classified(lab, evidence, sender, dst, "v2", f"v2 DSCP {dscp}", dscp=dscp)
+    expected = classified(lab, evidence, paths, sender, dst, "v2", f"v2 DSCP {dscp}",
+                          dscp=dscp)
     if dscp_case.lossless:
         assert_lossless_everywhere(lab, expected, f"v2 DSCP {dscp}", dscp)
     else:
@@ -355,7 +408,7 @@ def test_v2_dscp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, dsc
 
 
 @pytest.mark.per_domain("peers")
-def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, pcp_case):
+def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, paths, sender, pcp_case):
     """RoCEv1 with each lossless priority as its PCP (from the lab: conftest, pcp_case) is
     counted in the PG and queue each switch's DOT1P_TO_TC /
     TC_TO_PRIORITY_GROUP / TC_TO_QUEUE maps give it, on every switch it crosses (trunks
@@ -371,6 +424,6 @@ def test_v1_pcp_lands_in_the_configured_pg_and_queue(lab, evidence, sender, pcp_
     peers = sorted(domain.untagged_hosts - {sender})
     # the farthest peer: one behind another switch if there is one (crosses the trunks)
     dst = next((p for p in peers if domain.attachment(p).switch != here), peers[0])
-    hops = classified(lab, evidence, sender, dst, "v1", f"v1 PCP {pcp_case.value}",
+    hops = classified(lab, evidence, paths, sender, dst, "v1", f"v1 PCP {pcp_case.value}",
                       pcp=pcp_case.value)
     assert_lossless_everywhere(lab, hops, f"v1 PCP {pcp_case.value}")
