@@ -17,7 +17,7 @@ were chosen (``record``), so a pair left out is never taken as checked. ``everyt
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 DEFAULT_THRESHOLD = 256  # hosts: a fabric this large or larger probes a sample
@@ -52,19 +52,20 @@ class Plan:
                 "--probe-all probes every pair")
 
     def choose(self, sender: str, candidates: Iterable[str],
-               domain_of: Mapping[str, str]) -> list[str]:
+               domain_of: Mapping[str, Hashable]) -> list[str]:
         """The destinations ``sender`` probes among ``candidates``, sorted by name.
-        ``domain_of``: host -> the name of its L2 domain."""
+        ``domain_of``: host -> what tells its L2 domain from the others (hosts it lacks
+        share one)."""
         pool = sorted(set(candidates) - {sender})
         if not self.sampled:
             return pool
         home = domain_of.get(sender)
         own = [h for h in pool if domain_of.get(h) == home]
-        groups: dict[str, list[str]] = {}
+        groups: dict[Hashable, list[str]] = {}
         for host in [h for h in pool if h not in own]:
-            groups.setdefault(str(domain_of.get(host)), []).append(host)
+            groups.setdefault(domain_of.get(host), []).append(host)
         rng = random.Random(f"{self.seed}/{sender}")
-        order = sorted(groups)
+        order = sorted(groups, key=lambda g: min(groups[g]))
         rng.shuffle(order)
         for name in order:
             rng.shuffle(groups[name])

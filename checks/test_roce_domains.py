@@ -141,16 +141,17 @@ def expected_wire_tag(lab, domain: l2.Domain, node: str, iface: str) -> str:
 # --------------------------------------------------------------------------- RoCEv1
 
 
-def homes(topo, domains: list[l2.Domain]) -> dict[str, str]:
-    """Host -> the name of its L2 domain, ranked as ``labs.domains.domain_of`` ranks them
-    (untagged first, then its first interface's), from domains computed once."""
-    ranked: dict[str, tuple[tuple, str]] = {}
-    for domain in domains:
+def homes(topo, domains: list[l2.Domain]) -> dict[str, int]:
+    """Host -> its L2 domain's index in ``domains`` (names repeat: every rack of a generated
+    fabric has its own Vlan1000), ranked as ``labs.domains.domain_of`` ranks a host's
+    domains (untagged first, then its first interface's), from domains computed once."""
+    ranked: dict[str, tuple[tuple, int]] = {}
+    for i, domain in enumerate(domains):
         for a in domain.attachments:
             first = next(iter(topo.interfaces(a.host)), None)
-            rank = ((a.tagged, a.iface != first, a.iface), domain.name)
+            rank = ((a.tagged, a.iface != first, a.iface), i)
             ranked[a.host] = min(ranked.get(a.host, rank), rank)
-    return {host: name for host, (_, name) in ranked.items()}
+    return {host: i for host, (_, i) in ranked.items()}
 
 
 def destinations(request, lab, plan: Plan, domains: list[l2.Domain], sender: str,
