@@ -13,7 +13,7 @@ hosts x switches; a frame from one host to another can only be on a few of them:
   member a hash picks is the fabric's business, not the topology's.
 
 A frame that lands on a switch off that set is still seen: probes capture every wire of the
-lab, so ``off_path`` names it and the check reads it too (``test_roce_domains.send``).
+lab, so the probe names it and reads it too (``checks.probing.send``).
 """
 from __future__ import annotations
 

@@ -20,6 +20,9 @@ import random
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
+from ..labs.domains import Domain
+from ..labs.topology import Topology
+
 DEFAULT_THRESHOLD = 256  # hosts: a fabric this large or larger probes a sample
 DEFAULT_SIZE = 16  # destinations outside the sender's domain, per sender
 
@@ -80,3 +83,16 @@ class Plan:
         """What the report says a check probed: the pairs and how they were chosen."""
         return {"how": self.how(), "sampled": self.sampled,
                 "pairs": [[sender, dst] for dst in chosen]}
+
+
+def homes(topo: Topology, domains: list[Domain]) -> dict[str, int]:
+    """Host -> its L2 domain's index in ``domains`` (names repeat: every rack of a generated
+    fabric has its own Vlan1000), ranked as ``labs.domains.domain_of`` ranks a host's
+    domains (untagged first, then its first interface's), from domains computed once."""
+    ranked: dict[str, tuple[tuple, int]] = {}
+    for i, domain in enumerate(domains):
+        for a in domain.attachments:
+            first = next(iter(topo.interfaces(a.host)), None)
+            rank = ((a.tagged, a.iface != first, a.iface), i)
+            ranked[a.host] = min(ranked.get(a.host, rank), rank)
+    return {host: i for host, (_, i) in ranked.items()}

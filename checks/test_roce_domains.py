@@ -12,23 +12,20 @@ into the report), and each probe reads the counters of the switches on its path 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from rocelab.checks import roce
 from rocelab.checks.paths import Paths
+from rocelab.checks.probing import COUNT, Run, send
 from rocelab.checks.report import record_probes
-from rocelab.checks.sample import Plan
+from rocelab.checks.sample import Plan, homes
 from rocelab.checks.port_roles import by_design, host_dscps
 from rocelab.labs import domains as l2
 from rocelab.fabric.model.egress import queue_priorities
 from rocelab.fabric.qos import bound, pauses_sender, pg_of_tc, port_setting
 from rocelab.nic.settings import RoceSettings
 from rocelab.traffic.patterns import nic_settings
-from rocelab.traffic.probe import ProbeResult, probe
 
-COUNT = 3  # frames per probe: enough to tell "all" from "some", cheap to capture
 ATTEMPTS = 4  # counter checks retry when unrelated traffic (ARP, IPv6 chatter) moved them
 
 
@@ -36,69 +33,6 @@ def roce_of(lab, host: str) -> RoceSettings:
     """How ``host`` marks RoCE: its NIC settings (the file's, or nic.settings's defaults, which
     are what its endpoint sends when it has no file)."""
     return nic_settings(lab.topology.nodes[host], None).roce
-
-
-# --------------------------------------------------------------------------- probing
-
-
-@dataclass
-class Run:
-    """One probe and the counters around it of the switches it may cross (``switches``)."""
-
-    result: ProbeResult
-    before: dict
-    after: dict
-    label: str
-    switches: frozenset[str]
-
-    def delta(self) -> dict:
-        return roce.delta(self.before, self.after)
-
-
-def send(lab, evidence, paths: Paths, src: str, dst: str, kind: str, **kw) -> Run:
-    """Probe, with the counters of the switches on its path (``checks.paths``) read before
-    and after; sightings, counters and pcaps saved.
-
-    Every wire is captured, so a frame that reached a switch off that path is seen: the
-    probe is then sent again with that switch read too, and the Run returned has the
-    counters of every switch its frames reached."""
-    read = paths.between(src, dst, routed=kind == "v2")
-    while True:
-        run = _send(lab, evidence, read, src, dst, kind, **kw)
-        off = run.result.received_by() - run.result.hosts - read
-        if not off:
-            return run
-        read |= off
-
-
-def _send(lab, evidence, read: frozenset[str], src: str, dst: str, kind: str, **kw) -> Run:
-    label = evidence.next(f"{kind}-{src}-{dst}" + "".join(f"-{k}{v}" for k, v in kw.items()))
-    before = roce.snapshot(lab, read)
-    result = probe(lab, src, dst, kind, count=COUNT, pcap_dir=evidence.path(f"{label}-pcap"),
-                   **kw)
-    after = roce.settled(lab, switches=read)
-    run = Run(result, before, after, label, read)
-    evidence.json(f"{label}-probe", {
-        "probe": {"kind": kind, "src": src, "dst": dst, "count": COUNT, **kw},
-        "verdict": result.verdict(),
-        "counters_read": sorted(read),
-        "off_path": sorted(result.received_by() - result.hosts - read),
-        "capture_drops": result.capture_drops,
-        "sent": [roce.describe(frame) for frame in result.sent],
-        "sightings": [{"node": s.node, "iface": s.iface, "dir": s.direction,
-                       "t": round(s.time, 6), **roce.describe(s.frame, s.info)}
-                      for s in sorted(result.sightings, key=lambda s: s.time)],
-    })
-    # the ports the probe moved, before and after: every switch's would be 10 MB per probe
-    # on a 256-host fabric, and nearly all of it the same twice
-    moved = run.delta()
-    evidence.json(f"{label}-counters", {"delta": moved,
-                                        "before": roce.trimmed(before, moved),
-                                        "after": roce.trimmed(after, moved)})
-    assert not result.capture_drops, (
-        f"{kind} {src}->{dst}: the capture lost {result.capture_drops} frames, so its "
-        "sightings are incomplete; nothing can be concluded")
-    return run
 
 
 def arrivals(run: Run, host: str) -> dict[int, list]:
@@ -139,19 +73,6 @@ def expected_wire_tag(lab, domain: l2.Domain, node: str, iface: str) -> str:
 
 
 # --------------------------------------------------------------------------- RoCEv1
-
-
-def homes(topo, domains: list[l2.Domain]) -> dict[str, int]:
-    """Host -> its L2 domain's index in ``domains`` (names repeat: every rack of a generated
-    fabric has its own Vlan1000), ranked as ``labs.domains.domain_of`` ranks a host's
-    domains (untagged first, then its first interface's), from domains computed once."""
-    ranked: dict[str, tuple[tuple, int]] = {}
-    for i, domain in enumerate(domains):
-        for a in domain.attachments:
-            first = next(iter(topo.interfaces(a.host)), None)
-            rank = ((a.tagged, a.iface != first, a.iface), i)
-            ranked[a.host] = min(ranked.get(a.host, rank), rank)
-    return {host: i for host, (_, i) in ranked.items()}
 
 
 def destinations(request, lab, plan: Plan, domains: list[l2.Domain], sender: str,
