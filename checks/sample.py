@@ -19,9 +19,11 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..labs.domains import Domain
-from ..labs.topology import Topology
+if TYPE_CHECKING:  # the CLI reads the defaults without loading the lab code
+    from ..labs.domains import Domain
+    from ..labs.topology import Topology
 
 DEFAULT_THRESHOLD = 256  # hosts: a fabric this large or larger probes a sample
 DEFAULT_SIZE = 16  # destinations outside the sender's domain, per sender

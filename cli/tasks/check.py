@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from invoke import Exit, task
 
+from ...checks.sample import DEFAULT_SIZE, DEFAULT_THRESHOLD
+
 from .common import (INCONCLUSIVE, PASSED, REUSE_HELP, USAGE, USER_ERRORS, console,
                      checked_jitter_ns, fail, interrupted)
 
@@ -25,9 +27,16 @@ from .common import (INCONCLUSIVE, PASSED, REUSE_HELP, USAGE, USER_ERRORS, conso
             "time_scale": "sim only: S (default 1: real line rate)",
             "seed": "sim only: the seed of every random choice (default 0)",
             "jitter_ns": "sim only: mean timing jitter per frame per hop, fabric ns (default "
-                         "0: exact clocks)"})
+                         "0: exact clocks)",
+            "probe_all": "forwarding checks probe every pair, however many hosts (for nightly "
+                         "runs; docs/checks.md, \"Large fabrics\")",
+            "sample_from": "forwarding checks on a fabric of this many hosts or more probe a "
+                           f"seeded sample of the pairs (default {DEFAULT_THRESHOLD})",
+            "sample_size": "sampled: destinations outside the sender's own L2 domain, per "
+                           f"sender (default {DEFAULT_SIZE})"})
 def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="",
-          time_scale=1.0, seed=0, jitter_ns=0.0, suite="rocelab", frame_bytes=1024):
+          time_scale=1.0, seed=0, jitter_ns=0.0, suite="rocelab", frame_bytes=1024,
+          probe_all=False, sample_from=DEFAULT_THRESHOLD, sample_size=DEFAULT_SIZE):
     """Run the checks against a lab: [PASS]/[FAIL] per check, junit.xml, summary.json and
     summary.md. Exit 0 all passed, 1 a check failed, 3 inconclusive, 2 usage or input error."""
     from ...checks import outcome
@@ -39,6 +48,8 @@ def check(c, name, k="", results="", overwrite=False, reuse=False, runtime="",
              "--jitter-ns", str(checked_jitter_ns(jitter_ns))] if runtime == "sim" else []
     if suite == "sonic-mgmt":
         extra += ["--frame-bytes", str(int(frame_bytes))]
+    extra += ["--sample-from", str(sample_from), "--sample-size", str(sample_size),
+              *(["--probe-all"] if probe_all else [])]
     try:
         code, folder = checks.run(name, k=k or None, results=results or None,
                                   say=console.print, reuse=reuse, overwrite=overwrite,
