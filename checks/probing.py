@@ -18,7 +18,8 @@ COUNT = 3  # frames per probe: enough to tell "all" from "some", cheap to captur
 
 @dataclass
 class Run:
-    """One probe and the counters around it of the switches it may cross (``switches``)."""
+    """One probe and the counters around it: ``before`` of the switches it may cross
+    (``switches``), ``after`` of those its frames reached."""
 
     result: ProbeResult
     before: dict
@@ -31,8 +32,10 @@ class Run:
 
 
 def send(lab, evidence, paths: Paths, src: str, dst: str, kind: str, **kw) -> Run:
-    """Probe, with the counters of the switches on its path (``checks.paths``) read before
-    and after; sightings, counters and pcaps saved.
+    """Probe, with counters read before on the switches of its path (``checks.paths``:
+    every ECMP candidate, since which one a hash picks is not known in advance) and after
+    on those its frames reached (the sightings say which: a switch no frame reached
+    counted none of them); sightings, counters and pcaps saved.
 
     Every wire is captured, so a frame that reached a switch off that path is seen: the
     probe is then sent again with that switch read too, and the Run returned has the
@@ -40,10 +43,15 @@ def send(lab, evidence, paths: Paths, src: str, dst: str, kind: str, **kw) -> Ru
     read = paths.between(src, dst, routed=kind == "v2")
     while True:
         run = _send(lab, evidence, read, src, dst, kind, **kw)
-        off = run.result.received_by() - run.result.hosts - read
+        off = reached(run.result) - read
         if not off:
             return run
         read |= off
+
+
+def reached(result: ProbeResult) -> frozenset[str]:
+    """The switches a probe's frames reached."""
+    return frozenset(result.received_by() - result.hosts)
 
 
 def _send(lab, evidence, read: frozenset[str], src: str, dst: str, kind: str, **kw) -> Run:
@@ -51,13 +59,13 @@ def _send(lab, evidence, read: frozenset[str], src: str, dst: str, kind: str, **
     before = roce.snapshot(lab, read)
     result = probe(lab, src, dst, kind, count=COUNT, pcap_dir=evidence.path(f"{label}-pcap"),
                    **kw)
-    after = roce.settled(lab, switches=read)
+    after = roce.settled(lab, switches=reached(result) & read)
     run = Run(result, before, after, label, read)
     evidence.json(f"{label}-probe", {
         "probe": {"kind": kind, "src": src, "dst": dst, "count": COUNT, **kw},
         "verdict": result.verdict(),
-        "counters_read": sorted(read),
-        "off_path": sorted(result.received_by() - result.hosts - read),
+        "counters_read": {"before": sorted(read), "after": sorted(after)},
+        "off_path": sorted(reached(result) - read),
         "capture_drops": result.capture_drops,
         "sent": [roce.describe(frame) for frame in result.sent],
         "sightings": [{"node": s.node, "iface": s.iface, "dir": s.direction,

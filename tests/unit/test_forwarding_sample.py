@@ -135,12 +135,26 @@ def test_a_probe_that_reaches_a_switch_off_its_path_is_sent_again_reading_it(tmp
     evidence = Evidence(tmp_path, SimpleNamespace(node=node))
     run = send(lab, evidence, OnlyTheSendersSwitches(lab.topology), "h1", "h3", "v2", dscp=26)
     first, second = (json.loads(p.read_text()) for p in sorted(tmp_path.glob("*-probe.json")))
-    assert first["counters_read"] == ["leaf1"]
+    assert first["counters_read"] == {"before": ["leaf1"], "after": ["leaf1"]}
     assert "leaf2" in first["off_path"]
-    assert second["off_path"] == [] and "leaf2" in second["counters_read"]
+    assert second["off_path"] == [] and "leaf2" in second["counters_read"]["before"]
     crossed = run.result.received_by() - run.result.hosts
-    assert crossed <= run.switches and crossed <= set(run.after)
+    assert crossed <= run.switches and crossed == set(run.after)
     assert run.delta()["leaf2"]["ports"]  # its counters moved, and were read
+
+
+def test_counters_after_a_probe_are_read_on_the_switches_it_reached(tmp_path):
+    """Before: every ECMP candidate of the path; after: the ones the frames took (3 frames
+    take at most 3 of sizing-256's 4 spines)."""
+    lab = simulated("sizing-256")
+    evidence = Evidence(tmp_path, SimpleNamespace(node=SimpleNamespace(user_properties=[])))
+    paths = Paths(lab.topology)
+    home = homes(lab.topology, l2.l2_domains(lab.topology))
+    far = next(h for h in sorted(home) if home[h] != home["h1"])
+    run = send(lab, evidence, paths, "h1", far, "v2", dscp=26)
+    crossed = run.result.received_by() - run.result.hosts
+    assert set(run.before) == paths.between("h1", far) == run.switches
+    assert set(run.after) == crossed < run.switches
 
 
 # --------------------------------------------------------------------------- soundness
