@@ -8,13 +8,15 @@ lab that declares no S (label ``rocelab.time-scale`` absent or ``auto``) is give
 run's CPU headroom per frame: S is raised until its incast needs no larger share of what
 this machine offers *now* than the reference lab needed of the reference machine.
 
-What this machine offers is measured at ``lab.up``, in under a second: the endpoint's
-per-frame work (a RoCEv2 data frame built and parsed, ``nic.codec``) timed in one process,
-which gives this machine's per-core speed against the reference machine's, then in one
-process per core at once, which gives the cores free (a core a CPU-bound process holds
-counts as about a third: the lab shares it). The lab's demand is ``labs.load``'s: frame-hops
-a second its agents forward when every host sends at its port's rate / S (the endpoints'
-frames are in proportion to them).
+What this machine offers is measured at ``lab.up``, in under a second: the cores free (the
+machine's idle time over a short window, /proc/stat: a core a CPU-bound process holds is not
+free). The per-core speed (the endpoint's per-frame work, a RoCEv2 data frame built and
+parsed by ``nic.codec``, timed in one process) is measured and recorded beside it, but does
+not choose S: on the reference machine (a 2-vCPU virtual machine) the best of three short
+windows still read 1.7x slow in one measurement of five, which would make S jump between
+runs of one lab on one idle machine. The lab's demand is ``labs.load``'s: frame-hops a second
+its agents forward when every host sends at its port's rate / S (the endpoints' frames are
+in proportion to them).
 
 A lab that declares S keeps it: its author chose it, and its variants (the checks' copies)
 are written with their parent's S, so a check's negative control runs at its lab's S.
@@ -22,10 +24,10 @@ are written with their parent's S, so a check's negative control runs at its lab
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from ..nic import codec
 from . import load
@@ -35,8 +37,10 @@ REFERENCE_SCALE = 3000.0  # the default lab's S in the reference measurement
 # its incast's frame-hops a second then (labs.load), against its agents' budget on 2 cores
 REFERENCE_DEMAND_FPS = 11_990
 REFERENCE_SHARE = REFERENCE_DEMAND_FPS / (2 * load.MEASURED_AGENT_PPS)
-REFERENCE_CORE_FPS = 66_000.0  # the per-frame workload below, one core of that machine
-WINDOW_S = 0.15  # each timed window; three windows: one process, then one per core
+REFERENCE_CORE_FPS = 280_000.0  # the per-frame workload below, one core of that machine (median)
+IDLE_WINDOW_S = 0.3  # how long the machine's idle time is sampled
+WINDOW_S = 0.08  # each timed window of the workload
+WINDOWS = 3
 NEAR = 1.15  # a choice within this factor of the floor keeps the floor: runs stay alike
 STEP = 500.0  # S is rounded up to a multiple of this
 MAX_FACTOR = 8.0  # past floor x this, a check would take too long: warn and stop there
@@ -46,12 +50,7 @@ MAX_FACTOR = 8.0  # past floor x this, a check would take too long: warn and sto
 class Machine:
     core_fps: float  # the workload's rate on one core now
     cores: int  # the machine's cores
-    cores_free: float  # the parallel rate / the one-process rate
-
-    @property
-    def speed(self) -> float:
-        """This machine's per-core speed against the reference machine's."""
-        return self.core_fps / REFERENCE_CORE_FPS
+    cores_free: float  # idle core-seconds a second
 
 
 @dataclass(frozen=True)
@@ -99,30 +98,28 @@ def _workload(seconds: float) -> int:
     return done
 
 
-def _worker(args: tuple[float, multiprocessing.Queue]) -> None:
-    seconds, out = args
-    out.put(_workload(seconds))
+def _cpu_times() -> tuple[int, int]:
+    """(idle, total) jiffies of the whole machine since boot (/proc/stat)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return fields[3] + fields[4], sum(fields)  # idle + iowait
+
+
+def idle_cores(seconds: float = IDLE_WINDOW_S, cores: int | None = None) -> float:
+    """Cores left idle by everything else over ``seconds`` (this process sleeps)."""
+    cores = cores or os.cpu_count() or 1
+    idle0, total0 = _cpu_times()
+    time.sleep(seconds)
+    idle1, total1 = _cpu_times()
+    return cores * (idle1 - idle0) / max(1, total1 - total0)
 
 
 def measure(cores: int | None = None, seconds: float = WINDOW_S) -> Machine:
-    """The workload timed in one process, then in one process per core at once."""
+    """The cores free, then the workload's best rate over a few windows on one core."""
     cores = cores or os.cpu_count() or 1
-    _workload(seconds / 3)  # warm up: imports, caches, CPU frequency
-    single = _workload(seconds) / seconds
-    ctx = multiprocessing.get_context("fork")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=((seconds, out),), daemon=True)
-             for _ in range(cores)]
-    for proc in procs:
-        proc.start()
-    try:
-        total = sum(out.get(timeout=30 + 10 * seconds) for _ in procs) / seconds
-    finally:
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-    return Machine(single, cores, min(float(cores), total / single))
+    free = idle_cores(cores=cores)
+    _workload(2 * seconds)  # warm up: a core idle a moment ago runs slow at first
+    best = max(_workload(seconds) / seconds for _ in range(WINDOWS))
+    return Machine(best, cores, free)
 
 
 def floor_of(topo: Topology) -> float:
@@ -134,11 +131,12 @@ def floor_of(topo: Topology) -> float:
 
 def choose(topo: Topology, machine: Machine) -> Calibration:
     """The smallest S, at least the lab's floor, at which its incast needs no larger share
-    of this machine's budget now than the reference lab needed of the reference machine."""
+    of this machine's free cores now than the reference lab needed of the reference
+    machine's two."""
     floor = floor_of(topo)
     at_floor = load.estimate(topo.with_time_scale(floor), cores=machine.cores,
                              rate=load.MEASURED_AGENT_PPS)
-    budget = load.MEASURED_AGENT_PPS * machine.cores_free * machine.speed
+    budget = load.MEASURED_AGENT_PPS * machine.cores_free
     share_at_floor = at_floor.demand_fps / budget
     wanted = floor * share_at_floor / REFERENCE_SHARE  # demand falls as 1/S
     # a step's 0.1 % is rounding in the reference figures, not a reason for the next step
