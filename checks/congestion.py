@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from . import plots
 from .deadlock import fabric_wall
@@ -38,6 +39,15 @@ TRACE_INTERVAL_MS = 2.0
 OVERLOAD = 1.5
 TIME_LIMIT_X = 4  # a run's time limit, in times its bytes take at line rate
 RERUN_SCALE = 2.0  # a live scenario that lost fidelity runs once more at this x S
+# the congestion checks' incast: QPS QPs per sender, each writing MESSAGES messages
+MESSAGES = 2
+QPS = 4
+# the ECN check (checks/test_congestion.py::test_ecn_before_pfc) and ``tune``'s verdict
+MIN_BOTTLENECK_SHARE = 0.70  # with DCQCN, of the bottleneck's line rate after the start-up
+MAX_SLOWDOWN = 1.5  # PFC alone's bottleneck share over DCQCN's, after the start-up
+ECN_RUN_S = 8e-3  # fabric seconds of the bottleneck at line rate: the DCQCN comparison
+STARTUP_S = 2e-3  # fabric seconds of DCQCN's start-up the comparison leaves out (< ECN_RUN_S)
+MAX_XOFF_FRACTION = 0.5  # with DCQCN, of the time after the start-up
 PFC_DST_BYTES = bytes.fromhex(PFC_DST.replace(":", ""))
 PFC_ONLY = afpacket.dst_mac_filter(PFC_DST_BYTES)
 
@@ -421,3 +431,57 @@ def draw(run: Run, incast: Incast) -> list[Path]:
                              run.folder / "queues.png", thresholds, pg_ports=inputs),
             plots.pause_timeline(run.all_traces(), run.folder / "pauses.png"),
             plots.flow_plot(run.result["flows"], run.folder / "flows.png")]
+
+
+class Load(NamedTuple):
+    """What every sender writes (``qps`` QPs, MESSAGES messages of ``size`` bytes each), and
+    the run's time limit (``congestion.time_limit``)."""
+
+    qps: int
+    size: int
+    timeout_s: float
+
+
+def load(lab: Lab, incast: Incast) -> Load:
+    """The incast: QPS QPs per sender, or as many as it takes to have it in flight
+    (``Incast.qps_to_overflow``), each writing MESSAGES messages (``Incast.message_size``);
+    a time limit of at least 90 s live."""
+    mtu = roce_mtu(lab, incast)
+    qps = incast.qps_to_overflow(QPS, mtu)
+    size = incast.message_size(qps, MESSAGES, mtu)
+    return Load(qps, size, time_limit(lab, incast, volume_bits(incast, qps, size), 90.0))
+
+
+def volume_bits(incast: Incast, qps: int, size: int, messages: int = MESSAGES) -> int:
+    """What the incast's senders write in all, in bits."""
+    return len(incast.senders) * qps * messages * size * 8
+
+
+def ecn_load(lab: Lab, incast: Incast) -> Load:
+    """The ECN comparison's incast: at least ``load``'s, and enough to keep the bottleneck
+    busy for ECN_RUN_S at line rate; a time limit of at least 180 s live. DCQCN's claims (the
+    queue held in the marking band, few pauses, the link kept busy) are about its steady
+    state, and getting there is slow: every QP starts at line rate and the first cuts, with
+    alpha at 1, take it to the floor, from which the firmware climbs back a 300 us timer
+    step at a time (about 2 ms, STARTUP_S, to each QP's share with a dozen QPs). An incast
+    sized by the buffers alone may last 2-3 ms at 100G: it would judge mostly the start-up
+    (docs/checks.md, "The checks")."""
+    mtu = roce_mtu(lab, incast)
+    qps = load(lab, incast).qps
+    per_message = (bottleneck_bps(lab, incast) * ECN_RUN_S / 8
+                   / (len(incast.senders) * qps * MESSAGES))
+    size = max(load(lab, incast).size, math.ceil(per_message / mtu) * mtu)
+    return Load(qps, size, time_limit(lab, incast, volume_bits(incast, qps, size), 180.0))
+
+
+def after_startup(lab: Lab, incast: Incast, run: Run) -> dict:
+    """A run's figures after STARTUP_S: the share of that time the congested switch held
+    any of its inputs in XOFF on the RoCE PG (its pause fraction), and the bottleneck's
+    share of its line rate."""
+    return {"xoff_fraction": round(run.xoff_fraction(incast.switch, incast.ports(),
+                                                     incast.pg), 3),
+            "bottleneck_share": round(run.line_share(incast.switch, incast.port,
+                                                     bottleneck_bps(lab, incast)), 3),
+            "window_s": round(run.window_s(), 6), "marks": run.marks(), "cnps": run.cnps(),
+            "cnps_received": run.flows("cnps_received"), "complete": run.result["complete"],
+            "retransmitted": run.flows("retransmitted")}

@@ -16,13 +16,15 @@ without DCQCN (``ecn_load``), and judges both after DCQCN's start-up (STARTUP_S)
 from __future__ import annotations
 
 import json
-import math
-from typing import NamedTuple
 
 import pytest
 
 from rocelab.checks import classes
 from rocelab.checks import congestion as cg
+from rocelab.checks.congestion import (
+    MAX_SLOWDOWN, MAX_XOFF_FRACTION, MESSAGES, MIN_BOTTLENECK_SHARE, QPS, STARTUP_S,
+    after_startup, ecn_load, load, volume_bits,
+)
 from rocelab.checks import variants
 from rocelab.labs import actions
 from rocelab.checks import plots
@@ -32,17 +34,10 @@ from rocelab.fabric.model.watchdog import FABRIC, STORM_CHECK
 from rocelab.fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp
 from rocelab.traffic import patterns
 
-MESSAGES = 2
-QPS = 4
 DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
 STORM_S = 1.5
 START_S = 20.0
-MIN_BOTTLENECK_SHARE = 0.70  # with DCQCN, of the bottleneck's line rate after the start-up
-MAX_SLOWDOWN = 1.5  # PFC alone's bottleneck share over DCQCN's, after the start-up
 TIMING_SLACK_S = 0.05  # the agent's event loop may run a poll this late
-ECN_RUN_S = 8e-3  # fabric seconds of the bottleneck at line rate: the DCQCN comparison
-STARTUP_S = 2e-3  # fabric seconds of DCQCN's start-up the comparison leaves out (< ECN_RUN_S)
-MAX_XOFF_FRACTION = 0.5  # with DCQCN, of the time after the start-up
 
 
 @pytest.fixture(scope="session")
@@ -70,47 +65,6 @@ def lossless_run(lab, incast, congestion_dir):
     sent = load(lab, incast)
     return cg.run_incast(lab, incast, congestion_dir, "lossless", size=sent.size,
                          count=MESSAGES, qps=sent.qps, nic=DCQCN_OFF, timeout_s=sent.timeout_s)
-
-
-class Load(NamedTuple):
-    """What every sender writes (``qps`` QPs, MESSAGES messages of ``size`` bytes each), and
-    the run's time limit (``congestion.time_limit``)."""
-
-    qps: int
-    size: int
-    timeout_s: float
-
-
-def load(lab, incast: cg.Incast) -> Load:
-    """The incast: QPS QPs per sender, or as many as it takes to have it in flight
-    (``Incast.qps_to_overflow``), each writing MESSAGES messages (``Incast.message_size``);
-    a time limit of at least 90 s live."""
-    mtu = cg.roce_mtu(lab, incast)
-    qps = incast.qps_to_overflow(QPS, mtu)
-    size = incast.message_size(qps, MESSAGES, mtu)
-    return Load(qps, size, cg.time_limit(lab, incast, volume_bits(incast, qps, size), 90.0))
-
-
-def volume_bits(incast: cg.Incast, qps: int, size: int, messages: int = MESSAGES) -> int:
-    """What the incast's senders write in all, in bits."""
-    return len(incast.senders) * qps * messages * size * 8
-
-
-def ecn_load(lab, incast: cg.Incast) -> Load:
-    """The ECN comparison's incast: at least ``load``'s, and enough to keep the bottleneck
-    busy for ECN_RUN_S at line rate; a time limit of at least 180 s live. DCQCN's claims (the
-    queue held in the marking band, few pauses, the link kept busy) are about its steady
-    state, and getting there is slow: every QP starts at line rate and the first cuts, with
-    alpha at 1, take it to the floor, from which the firmware climbs back a 300 us timer
-    step at a time (about 2 ms, STARTUP_S, to each QP's share with a dozen QPs). An incast
-    sized by the buffers alone may last 2-3 ms at 100G: it would judge mostly the start-up
-    (docs/checks.md, "The checks")."""
-    mtu = cg.roce_mtu(lab, incast)
-    qps = load(lab, incast).qps
-    per_message = (cg.bottleneck_bps(lab, incast) * ECN_RUN_S / 8
-                   / (len(incast.senders) * qps * MESSAGES))
-    size = max(load(lab, incast).size, math.ceil(per_message / mtu) * mtu)
-    return Load(qps, size, cg.time_limit(lab, incast, volume_bits(incast, qps, size), 180.0))
 
 
 def keep(request, run: cg.Run, incast: cg.Incast) -> None:
@@ -155,19 +109,6 @@ def test_negative_control_without_pfc(request, lab, incast, congestion_dir):
     assert sum(drops.values()) > 0 and run.flows("retransmitted") > 0, (
         f"without PFC the incast lost nothing ({drops}, {run.flows('retransmitted')} "
         f"retransmitted): this check could not tell a lossless fabric from a lossy one")
-
-
-def after_startup(lab, incast: cg.Incast, run: cg.Run) -> dict:
-    """A run's figures after STARTUP_S: the share of that time the congested switch held
-    any of its inputs in XOFF on the RoCE PG (its pause fraction), and the bottleneck's
-    share of its line rate."""
-    return {"xoff_fraction": round(run.xoff_fraction(incast.switch, incast.ports(),
-                                                     incast.pg), 3),
-            "bottleneck_share": round(run.line_share(incast.switch, incast.port,
-                                                     cg.bottleneck_bps(lab, incast)), 3),
-            "window_s": round(run.window_s(), 6), "marks": run.marks(), "cnps": run.cnps(),
-            "cnps_received": run.flows("cnps_received"), "complete": run.result["complete"],
-            "retransmitted": run.flows("retransmitted")}
 
 
 def test_ecn_before_pfc(request, lab, incast, congestion_dir):
