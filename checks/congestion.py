@@ -340,7 +340,8 @@ def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Obser
 def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
                qps: int, nic: patterns.NicOverrides | None = None, timeout_s: float = 90.0,
                dscp: int | None = None, startup_s: float = 0.0, rerun: bool = True,
-               on_purpose: str | None = None) -> Run:
+               on_purpose: str | None = None,
+               flows: list[patterns.FlowSpec] | None = None) -> Run:
     """Run the incast observed (PFC captured on every upstream wire of the congested
     switch: it leaves on whichever ingress PG reached XOFF), evidence in ``folder/name``.
     ``startup_s``: every switch's counters are also read that many fabric seconds into the
@@ -350,9 +351,11 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
     at RERUN_SCALE x its time scale (every rate slower, so agents and endpoints keep up more
     easily): that run decides, and its fidelity names the first (``rerun_of``). Only if it
     too loses fidelity is the scenario left undecided. ``on_purpose``: problems containing
-    it are the scenario's doing (a headroom cut on purpose), not lost fidelity."""
+    it are the scenario's doing (a headroom cut on purpose), not lost fidelity. ``flows``:
+    other traffic through the same observed switch in place of the incast's (``tune``'s
+    all-to-all), ``size``, ``count`` and ``qps`` then unused."""
     run = _run_incast(lab, incast, folder, name, size=size, count=count, qps=qps, nic=nic,
-                      timeout_s=timeout_s, dscp=dscp, startup_s=startup_s)
+                      timeout_s=timeout_s, dscp=dscp, startup_s=startup_s, flows=flows)
     if on_purpose:
         kept = [p for p in run.fidelity["problems"] if on_purpose not in p]
         run.fidelity.update(problems=kept, ok=not kept)
@@ -361,7 +364,8 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
     with variant(lab, "slower", folder, keep_configs, scale=RERUN_SCALE) as slower:
         again = run_incast(slower, incast, folder, f"{name}-slower", size=size, count=count,
                            qps=qps, nic=nic, timeout_s=timeout_s * RERUN_SCALE, dscp=dscp,
-                           startup_s=startup_s, rerun=False, on_purpose=on_purpose)
+                           startup_s=startup_s, rerun=False, on_purpose=on_purpose,
+                           flows=flows)
     again.fidelity["rerun_of"] = {"name": name, "time_scale": run.fidelity.get("time_scale"),
                                   "factor": RERUN_SCALE, "problems": run.fidelity["problems"]}
     return again
@@ -369,12 +373,13 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
 
 def _run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
                 qps: int, nic: patterns.NicOverrides | None, timeout_s: float,
-                dscp: int | None, startup_s: float) -> Run:
+                dscp: int | None, startup_s: float,
+                flows: list[patterns.FlowSpec] | None = None) -> Run:
     out = folder / name
     if dscp is not None:
         every = (nic or {}).get("*", {})
         nic = {**(nic or {}), "*": {**every, "roce": {**every.get("roce", {}), "dscp": dscp}}}
-    flows = patterns.incast(incast.receiver, list(incast.senders), size, count, qps)
+    flows = flows or patterns.incast(incast.receiver, list(incast.senders), size, count, qps)
     startup: dict[str, dict] = {}
     with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream]) as seen:
         running = patterns.start(lab, flows, pattern="incast", timeout_s=timeout_s, nic=nic)

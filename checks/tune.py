@@ -1,0 +1,140 @@
+"""``rocelab tune LAB``: sweep ECN marking (WRED) and DCQCN on the lab's own scenarios in
+virtual time, and recommend a setting with the evidence behind it (docs/tune.md).
+
+The sweep (``tune_space``) is measured beside the published reference points on every
+scenario (``tune_run``) and seed, fanned out and stored (``tune_fanout``), reduced to a
+Pareto front and a recommendation (``tune_report``), and written to the results folder:
+
+- ``report.md``: the bounds, the rule, the recommendation beside the references, the table;
+- ``points.json``: every point's parameters, figures and verdicts; ``tune.png``: the plot;
+- ``recommended/<lab folder>``: the lab with the recommendation applied (``rocelab diff
+  LAB results/recommended/<folder>`` shows it; ``invoke check`` runs it), and
+  ``recommended.patch.json``: the same change as an RFC 6902 patch per file.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import congestion as cg
+from . import tune_report as rep
+from .tune_apply import apply, copy_lab
+from .tune_fanout import run
+from .tune_run import SCENARIOS, Task
+from .tune_space import (
+    Dimension, SpaceError, default_space, grid, override, references, sample,
+)
+from ..labs import topology
+from ..labs.runtimes.sim import simulated
+
+DEFAULT_POINTS = 6
+
+
+@dataclass
+class Plan:
+    """What a sweep runs: the space, its points and the references, the seeds."""
+
+    clab: str
+    bottleneck_bps: float
+    space: list[Dimension]
+    points: dict[str, dict]
+    references: list[str]
+    seeds: list[int]
+    fraction: float = 1.0  # of each scenario's volume (``tune_run.Task``)
+
+    def tasks(self) -> list[Task]:
+        return [Task(self.clab, name, point, s, seed, self.fraction)
+                for name, point in self.points.items() for s in SCENARIOS
+                for seed in self.seeds]
+
+
+def plan(spec: str, *, points: int = DEFAULT_POINTS, seed: int = 0, seeds: int = 1,
+         levels: int = 0, bounds: list[str] = (), fraction: float = 1.0) -> Plan:
+    """The sweep for the lab ``spec``: ``points`` Latin-hypercube points (``seed``), or a
+    grid of ``levels`` per dimension, within the default bounds for its bottleneck's speed
+    with ``bounds`` overriding them, plus the references, over seeds seed..seed+seeds-1."""
+    lab = simulated(spec, seed=seed)
+    bps = cg.bottleneck_bps(lab, cg.incast_of(lab))
+    clab = str(Path(lab.topology_path).resolve())
+    lab.down()
+    space = override(default_space(bps), list(bounds))
+    chosen = grid(space, levels) if levels else sample(space, points, seed)
+    named = {f"p{i:02d}": p for i, p in enumerate(chosen)}
+    refs = references(bps)
+    if not 0 < fraction <= 1:
+        raise SpaceError(f"--fraction {fraction:g}: between 0 (excluded) and 1")
+    return Plan(clab, bps, space, {**named, **refs}, list(refs),
+                list(range(seed, seed + max(1, seeds))), fraction)
+
+
+def tune(p: Plan, results: Path, *, workers: int | None = None, cluster: object = None,
+         progress: bool = True) -> dict:
+    """Run the plan and write its report into ``results``: the outcome as data."""
+    results.mkdir(parents=True, exist_ok=True)
+    measured = run(p.tasks(), results, workers=workers, cluster=cluster, progress=progress)
+    rows = rep.summarize(measured)
+    front = rep.pareto(rows)
+    chosen, passes = rep.recommend(rows)
+    rep.plot(rows, front, chosen and chosen["name"], p.references, results / "tune.png")
+    outcome = {"lab": p.clab, "bottleneck_bps": p.bottleneck_bps, "seeds": p.seeds,
+               "fraction": p.fraction,
+               "space": [vars(d) for d in p.space], "rule": rep.RULE,
+               "recommended": chosen and chosen["name"], "passes_ecn_check": passes,
+               "front": front, "references": p.references, "points": rows}
+    (results / "points.json").write_text(json.dumps(outcome, indent=1) + "\n")
+    if chosen is not None:
+        topo = topology.load(p.clab)
+        clab = copy_lab(topo, results / "recommended" / topo.path.parent.name)
+        patch = apply(topo, clab, chosen["point"])
+        (results / "recommended.patch.json").write_text(json.dumps(patch, indent=1) + "\n")
+    (results / "report.md").write_text(markdown(outcome))
+    return outcome
+
+
+def _params(point: dict) -> str:
+    parts = [f"{k}={v}" for k, v in point["wred"].items()]
+    parts += [f"{k}={v}" for k, v in point["dcqcn"].items()]
+    return ", ".join(parts) or "(the lab's own)"
+
+
+def _row(r: dict, front: list[str]) -> str:
+    check = "n/a" if r["ecn_check"] is None else ("pass" if not r["ecn_check"]
+                                                  else "; ".join(r["ecn_check"]))
+    scen = " ".join(f"{s}: {v['pause_fraction']:.2f}/{v['share']:.2f}/"
+                    f"{v['fct_p99_s'] * 1e3:.2f}ms/{v['ce_marks']:.0f}/{v['cnps']:.0f}/"
+                    f"{v['drops']:.0f}" for s, v in r["scenarios"].items())
+    return (f"| {r['name']}{' (front)' if r['name'] in front else ''} | {_params(r['point'])} "
+            f"| {r['pause']:.3f} | {r['p99']:.3f} | {r['share']:.3f} | {r['lost']} | {check} "
+            f"| {scen} |")
+
+
+def markdown(o: dict) -> str:
+    """The report: the recommendation and the references first, then every point."""
+    rows = {r["name"]: r for r in o["points"]}
+    head = ["| point | parameters | pause | p99 slowdown | share | lost | ECN check "
+            "| per scenario: pause/share/p99/marks/CNPs/drops |", "|" + "---|" * 8]
+    lines = [f"# tune: {Path(o['lab']).stem}", "",
+             f"Bottleneck {o['bottleneck_bps'] / 1e9:g} Gb/s; seeds {o['seeds']}; scenarios "
+             f"{', '.join(SCENARIOS)} in virtual time"
+             + (f" at {o['fraction']:g} of their volume (a quick look: not the ECN check's "
+                "incast)" if o["fraction"] != 1 else "") + ". Bounds: "
+             + ", ".join(f"{d['name']} {d['lo']:g}..{d['hi']:g}" for d in o["space"]) + ".",
+             "", f"Rule: {o['rule']}.", ""]
+    if o["recommended"] is None:
+        lines += ["**No recommendation**: every point lost data.", ""]
+    else:
+        r = rows[o["recommended"]]
+        verdict = ("passes the ECN check" if o["passes_ecn_check"] else
+                   "**no point in the bounds passes the ECN check**; the best that lost "
+                   "nothing")
+        lines += [f"**Recommended: {r['name']}** ({_params(r['point'])}), {verdict}. "
+                  "Apply `recommended.patch.json`, or compare with `rocelab diff`: the lab "
+                  "with it applied is in `recommended/`.", ""]
+    lines += ["Beside it, the reference points (congestion.md):", "", *head]
+    lines += [_row(rows[n], o["front"]) for n in [o["recommended"], *o["references"]]
+              if n in rows]
+    lines += ["", "Every point:", "", *head]
+    lines += [_row(r, o["front"]) for r in o["points"]]
+    lines += ["", "![trade-off](tune.png)", ""]
+    return "\n".join(lines)

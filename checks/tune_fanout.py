@@ -1,0 +1,109 @@
+"""Running ``tune``'s tasks: on a local process pool (``concurrent.futures``, every core by
+default) or on a Dask cluster (``dask.distributed``, given its address), resumable.
+
+Each result is stored as ``runs/<key>.json`` in the results folder, the key a hash of the
+lab's files (every file of its folder), the point, the scenario and the seed: a rerun
+skips what is stored, and a changed lab or point never reuses a stale result. Why Dask
+and not Ray: docs/tune.md.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+    TimeElapsedColumn
+
+from .tune_run import Task, measure
+
+KEY_VERSION = 1  # bump when a measure changes meaning: stored results then run again
+
+
+def lab_digest(clab: str | Path) -> str:
+    """A hash of every file in the lab's folder (names and contents)."""
+    folder = Path(clab).parent
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def key(task: Task, digest: str) -> str:
+    """The stored result's key: the lab's files, the point, the scenario, the seed."""
+    what = {"v": KEY_VERSION, "lab": digest, "point": task.point, "scenario": task.scenario,
+            "seed": task.seed}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]
+
+
+class Store:
+    """Results on disk, one JSON file per key, written whole (a killed run leaves none
+    half-written)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder / "runs"
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def path(self, k: str) -> Path:
+        return self.folder / f"{k}.json"
+
+    def get(self, k: str) -> dict | None:
+        path = self.path(k)
+        return json.loads(path.read_text())["figures"] if path.is_file() else None
+
+    def put(self, k: str, task: Task, figures: dict) -> None:
+        tmp = self.path(k).with_suffix(".tmp")
+        tmp.write_text(json.dumps({"task": asdict(task), "figures": figures}, indent=1) + "\n")
+        tmp.replace(self.path(k))
+
+
+def _pool(tasks: list[Task], workers: int | None) -> Iterable[tuple[Task, dict]]:
+    with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
+        futures = {pool.submit(measure, t): t for t in tasks}
+        for done in as_completed(futures):
+            yield futures[done], done.result()
+
+
+def _dask(tasks: list[Task], cluster: str | object) -> Iterable[tuple[Task, dict]]:
+    """On a Dask cluster: ``cluster`` is a scheduler address or a cluster object (a
+    ``LocalCluster`` in tests). ``distributed`` is an optional extra, imported here only."""
+    try:
+        from distributed import Client, as_completed as dask_completed
+    except ImportError:
+        raise RuntimeError("--cluster needs dask.distributed: pip install "
+                           "'rocelab[cluster]'") from None
+    with Client(cluster) as client:
+        futures = client.map(measure, tasks, pure=False)
+        which = dict(zip((f.key for f in futures), tasks))
+        for done in dask_completed(futures):
+            yield which[done.key], done.result()
+
+
+def run(tasks: list[Task], folder: Path, *, workers: int | None = None,
+        cluster: str | object | None = None, progress: bool = True,
+        on_result: Callable[[Task, dict], None] | None = None) -> list[tuple[Task, dict]]:
+    """Every task's figures, in ``tasks``' order: stored ones read back, the rest measured
+    on the pool (``workers`` processes, default every core) or on ``cluster``, each stored
+    as it completes, with a progress bar."""
+    store = Store(folder)
+    digests = {clab: lab_digest(clab) for clab in {t.clab for t in tasks}}
+    keys = [key(t, digests[t.clab]) for t in tasks]
+    results: dict[str, dict] = {k: r for k in keys if (r := store.get(k)) is not None}
+    todo = [t for t, k in zip(tasks, keys) if k not in results]
+    columns = (TextColumn("tune"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, disable=not progress, transient=False) as bar:
+        job = bar.add_task("runs", total=len(tasks), completed=len(tasks) - len(todo))
+        if todo:
+            source = _dask(todo, cluster) if cluster is not None else _pool(todo, workers)
+            for task, figures in source:
+                k = key(task, digests[task.clab])
+                store.put(k, task, figures)
+                results[k] = figures
+                bar.advance(job)
+                if on_result:
+                    on_result(task, figures)
+    return [(t, results[k]) for t, k in zip(tasks, keys)]

@@ -1,0 +1,49 @@
+"""``tune``: sweep ECN marking and DCQCN on a lab in virtual time, and recommend a setting
+(``checks.tune``, docs/tune.md)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from invoke import task
+
+from ...labs.live import lab_name
+from .common import USER_ERRORS, console, fail
+
+
+@task(iterable=["bound"],
+      help={"name": "lab name (topologies/NAME) or path to a .clab.yml",
+            "results": "folder for the runs and the report (default: results/tune-<lab>/; "
+                       "a rerun into the same folder skips what it holds)",
+            "points": "Latin-hypercube points to sample (default 6)",
+            "grid": "a grid of this many levels per dimension instead of a sample",
+            "seed": "the sample's seed and the first simulation seed (default 0)",
+            "seeds": "simulation seeds per point and scenario (default 1)",
+            "bound": "NAME=LO:HI (or NAME=VALUE) overriding a bound or adding a DCQCN "
+                     "parameter to the sweep; repeatable",
+            "workers": "local processes (default: every core)",
+            "fraction": "run this fraction of each scenario's volume: a quick look (the "
+                        "ECN check's verdict needs 1, the default)",
+            "cluster": "a Dask scheduler address (tcp://host:8786): run there instead"})
+def tune(c, name, results="", points=6, grid=0, seed=0, seeds=1, bound=None, workers=0,
+         cluster="", fraction=1.0):
+    """Sweep WRED/ECN (Kmin, Kmax, Pmax) and DCQCN on the lab's incast, an all-to-all and
+    both at once, beside NVIDIA's, Alibaba's and PFC-only settings; write the Pareto plot,
+    the table and the recommended setting as an edited copy of the lab plus a JSON patch."""
+    from ...checks.tune import plan, tune as sweep
+    from ...checks.tune_apply import ApplyError
+    from ...checks.tune_space import SpaceError
+    folder = Path(results) if results else Path.cwd() / "results" / f"tune-{lab_name(name)}"
+    try:
+        p = plan(name, points=int(points), seed=int(seed), seeds=int(seeds),
+                 levels=int(grid), bounds=list(bound or []), fraction=float(fraction))
+        console.print(f"tune {p.clab}: {len(p.points)} points x {len(p.seeds)} seeds x 3 "
+                      f"scenarios into {folder}")
+        outcome = sweep(p, folder, workers=int(workers) or None, cluster=cluster or None)
+    except (SpaceError, ApplyError) as e:
+        raise fail(str(e)) from None
+    except USER_ERRORS as e:
+        raise fail(e) from None
+    chosen = outcome["recommended"]
+    verdict = "passes the ECN check" if outcome["passes_ecn_check"] else \
+        "no point in the bounds passes the ECN check"
+    console.print(f"recommended: {chosen} ({verdict}); report {folder / 'report.md'}")
