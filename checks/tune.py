@@ -42,18 +42,21 @@ class Plan:
     references: list[str]
     seeds: list[int]
     fraction: float = 1.0  # of each scenario's volume (``tune_run.Task``)
+    scenarios: tuple[str, ...] = SCENARIOS
 
     def tasks(self) -> list[Task]:
         return [Task(self.clab, name, point, s, seed, self.fraction)
-                for name, point in self.points.items() for s in SCENARIOS
+                for name, point in self.points.items() for s in self.scenarios
                 for seed in self.seeds]
 
 
 def plan(spec: str, *, points: int = DEFAULT_POINTS, seed: int = 0, seeds: int = 1,
-         levels: int = 0, bounds: list[str] = (), fraction: float = 1.0) -> Plan:
+         levels: int = 0, bounds: list[str] = (), fraction: float = 1.0,
+         scenarios: tuple[str, ...] = SCENARIOS) -> Plan:
     """The sweep for the lab ``spec``: ``points`` Latin-hypercube points (``seed``), or a
     grid of ``levels`` per dimension, within the default bounds for its bottleneck's speed
-    with ``bounds`` overriding them, plus the references, over seeds seed..seed+seeds-1."""
+    with ``bounds`` overriding them, plus the references, over seeds seed..seed+seeds-1, on
+    ``scenarios`` (all three by default; the incast alone answers the ECN check)."""
     lab = simulated(spec, seed=seed)
     bps = cg.bottleneck_bps(lab, cg.incast_of(lab))
     clab = str(Path(lab.topology_path).resolve())
@@ -62,10 +65,12 @@ def plan(spec: str, *, points: int = DEFAULT_POINTS, seed: int = 0, seeds: int =
     chosen = grid(space, levels) if levels else sample(space, points, seed)
     named = {f"p{i:02d}": p for i, p in enumerate(chosen)}
     refs = references(bps)
+    if unknown := sorted(set(scenarios) - set(SCENARIOS)):
+        raise SpaceError(f"--scenario {unknown[0]}: say {', '.join(SCENARIOS)}")
     if not 0 < fraction <= 1:
         raise SpaceError(f"--fraction {fraction:g}: between 0 (excluded) and 1")
     return Plan(clab, bps, space, {**named, **refs}, list(refs),
-                list(range(seed, seed + max(1, seeds))), fraction)
+                list(range(seed, seed + max(1, seeds))), fraction, tuple(scenarios))
 
 
 def tune(p: Plan, results: Path, *, workers: int | None = None, cluster: object = None,
@@ -78,7 +83,7 @@ def tune(p: Plan, results: Path, *, workers: int | None = None, cluster: object 
     chosen, passes = rep.recommend(rows)
     rep.plot(rows, front, chosen and chosen["name"], p.references, results / "tune.png")
     outcome = {"lab": p.clab, "bottleneck_bps": p.bottleneck_bps, "seeds": p.seeds,
-               "fraction": p.fraction,
+               "fraction": p.fraction, "scenarios": list(p.scenarios),
                "space": [vars(d) for d in p.space], "rule": rep.RULE,
                "recommended": chosen and chosen["name"], "passes_ecn_check": passes,
                "front": front, "references": p.references, "points": rows}
@@ -116,7 +121,7 @@ def markdown(o: dict) -> str:
             "| per scenario: pause/share/p99/marks/CNPs/drops |", "|" + "---|" * 8]
     lines = [f"# tune: {Path(o['lab']).stem}", "",
              f"Bottleneck {o['bottleneck_bps'] / 1e9:g} Gb/s; seeds {o['seeds']}; scenarios "
-             f"{', '.join(SCENARIOS)} in virtual time"
+             f"{', '.join(o['scenarios'])} in virtual time"
              + (f" at {o['fraction']:g} of their volume (a quick look: not the ECN check's "
                 "incast)" if o["fraction"] != 1 else "") + ". Bounds: "
              + ", ".join(f"{d['name']} {d['lo']:g}..{d['hi']:g}" for d in o["space"]) + ".",
