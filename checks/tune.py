@@ -104,8 +104,8 @@ def _params(point: dict) -> str:
 
 
 def _row(r: dict, front: list[str]) -> str:
-    check = "n/a" if r["ecn_check"] is None else ("pass" if not r["ecn_check"]
-                                                  else "; ".join(r["ecn_check"]))
+    check = ("baseline" if r["name"] == rep.BASELINE else "n/a" if r["ecn_check"] is None
+             else "pass" if not r["ecn_check"] else "; ".join(r["ecn_check"]))
     scen = " ".join(f"{s}: {v['pause_fraction']:.2f}/{v['share']:.2f}/"
                     f"{v['fct_p99_s'] * 1e3:.2f}ms/{v['ce_marks']:.0f}/{v['cnps']:.0f}/"
                     f"{v['drops']:.0f}" for s, v in r["scenarios"].items())
@@ -119,7 +119,7 @@ def markdown(o: dict) -> str:
     rows = {r["name"]: r for r in o["points"]}
     head = ["| point | parameters | pause | p99 slowdown | share | lost | ECN check "
             "| per scenario: pause/share/p99/marks/CNPs/drops |", "|" + "---|" * 8]
-    lines = [f"# tune: {Path(o['lab']).stem}", "",
+    lines = [f"# tune: {Path(o['lab']).name.removesuffix('.clab.yml')}", "",
              f"Bottleneck {o['bottleneck_bps'] / 1e9:g} Gb/s; seeds {o['seeds']}; scenarios "
              f"{', '.join(o['scenarios'])} in virtual time"
              + (f" at {o['fraction']:g} of their volume (a quick look: not the ECN check's "
@@ -137,8 +137,8 @@ def markdown(o: dict) -> str:
                   "Apply `recommended.patch.json`, or compare with `rocelab diff`: the lab "
                   "with it applied is in `recommended/`.", ""]
     lines += ["Beside it, the reference points (congestion.md):", "", *head]
-    lines += [_row(rows[n], o["front"]) for n in [o["recommended"], *o["references"]]
-              if n in rows]
+    beside = dict.fromkeys(n for n in [o["recommended"], *o["references"]] if n in rows)
+    lines += [_row(rows[n], o["front"]) for n in beside]
     lines += ["", "Every point:", "", *head]
     lines += [_row(r, o["front"]) for r in o["points"]]
     lines += ["", "![trade-off](tune.png)", ""]

@@ -34,9 +34,12 @@ def lab_digest(clab: str | Path) -> str:
 
 
 def key(task: Task, digest: str) -> str:
-    """The stored result's key: the lab's files, the point, the scenario, the seed."""
+    """The stored result's key: the lab's files, the point, the scenario, the seed (and the
+    fraction of the scenario run, when not all of it)."""
     what = {"v": KEY_VERSION, "lab": digest, "point": task.point, "scenario": task.scenario,
             "seed": task.seed}
+    if task.fraction != 1:  # a quick look is another measurement (whole ones keep their key)
+        what["fraction"] = task.fraction
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]
 
 

@@ -178,7 +178,8 @@ def test_the_key_changes_with_the_lab_the_point_and_the_seed(tmp_path):
     assert key(task, digest) == key(task, lab_digest(clab))
     other = Task(str(clab), "y", {"wred": {"kmin": 2}, "dcqcn": {}}, "incast", 0)
     reseeded = Task(str(clab), "x", task.point, "incast", 1)
-    assert len({key(task, digest), key(other, digest), key(reseeded, digest)}) == 3
+    quick = Task(str(clab), "x", task.point, "incast", 0, 0.5)
+    assert len({key(t, digest) for t in (task, other, reseeded, quick)}) == 4
     apply(topo, clab, {"wred": {}, "dcqcn": {"rpg_ai_rate": 6}})
     assert lab_digest(clab) != digest
 
