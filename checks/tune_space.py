@@ -131,8 +131,8 @@ def point_of(space: list[Dimension], unit: object) -> dict:
 def finish(point: dict) -> dict:
     """Kmax from Kmin and the ratio, the form a switch config takes."""
     wred = dict(point["wred"])
-    if "kmin" in wred:
-        wred["kmax"] = round(wred["kmin"] * max(KMAX_CAP, wred.pop("kmax_ratio", 10.0)))
+    if "kmin" in wred:  # with its ratio: both are always swept (``default_space``)
+        wred["kmax"] = round(wred["kmin"] * max(KMAX_CAP, wred.pop("kmax_ratio")))
     return {"wred": wred, "dcqcn": dict(point["dcqcn"])}
 
 

@@ -4,6 +4,7 @@ through the process pool and through Dask)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,6 @@ def test_a_latin_hypercube_puts_one_point_in_each_stratum():
     space = default_space(100e9)
     pmax = next(d for d in space if d.name == "pmax")
     points = sample([pmax], 5, seed=0)
-    import math
     strata = sorted(int(5 * (math.log(p["wred"]["pmax"]) - math.log(1)) / math.log(100))
                     for p in points)
     assert strata == [0, 1, 2, 3, 4]
