@@ -3,6 +3,7 @@ its id, the file and the TABLE|key|field to fix."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -143,22 +144,25 @@ def test_low_marking_probability_where_hosts_run_dcqcn(tmp_path):
 
 
 def test_the_byte_counter_is_explained(tmp_path):
-    """The firmware's own 32767 B at 100G (shipped): a byte stage every ~2.6 us against a
-    300 us timer, recovery in microseconds, the swing under incast; off: the timer alone,
-    unlike the firmware; a counter slower than the timer says nothing."""
+    """The firmware's own 32767 B at 100G: a byte stage every ~2.6 us against a 300 us
+    timer, recovery in microseconds, the swing under incast; off (as the default lab ships
+    it): the timer alone, unlike the firmware; a counter slower than the timer says nothing."""
     clab, _ = seeded(tmp_path, "spine1", lambda data: None)
     nic = clab.parent / "nic" / "default.yml"
-    found = findings_of(clab, "dcqcn-byte-counter")
+    shipped = nic.read_text()
+
+    def byte_reset(value: int) -> list:
+        nic.write_text(re.sub(r"rpg_byte_reset: \d+", f"rpg_byte_reset: {value}", shipped))
+        return findings_of(clab, "dcqcn-byte-counter")
+
+    found = byte_reset(32767)
     assert [(f.severity, f.file, f.where) for f in found] == [
         ("info", str(nic), "dcqcn.rpg_byte_reset")]
     assert "32767 B, 2.6 us at 100G" in found[0].why and "300 us" in found[0].why
     assert "7 stages, 18 us at line rate" in found[0].why and "2.1 ms" in found[0].why
-    shipped = nic.read_text()
-    nic.write_text(shipped.replace("rpg_byte_reset: 32767", "rpg_byte_reset: 0    "))
-    off = findings_of(clab, "dcqcn-byte-counter")
+    off = byte_reset(0)
     assert [f.severity for f in off] == ["info"] and "off, unlike the firmware" in off[0].why
-    nic.write_text(shipped.replace("rpg_byte_reset: 32767", "rpg_byte_reset: 8000000"))
-    assert findings_of(clab, "dcqcn-byte-counter") == []  # 640 us a stage: the timer leads
+    assert byte_reset(8000000) == []  # 640 us a stage: the timer leads
 
 
 def test_ecn_above_xoff(tmp_path):
