@@ -2,11 +2,10 @@
 its bound; the table says the share decided and what differed from virtual time."""
 import json
 
-from rich.console import Console
-from rich.table import Table
 
 from bench import live_verdicts
 from bench.__main__ import verdict_rows
+from tests.unit.bench_render import rendered
 
 
 def test_verdicts_read_undecided_checks_and_their_worst_lateness(tmp_path):
@@ -31,23 +30,11 @@ def test_the_table_gives_the_share_decided_and_the_disagreements():
            "runs": [run, {**run, "exit": 3, "undecided": ["test_b"]}],
            "decided_share": 0.5,
            "scenarios": {"test_b": {"max_ratio": 1.3, "median_ratio": 0.8, "runs": 2}}}
-    table = Table()
-    for col in ("measure", "value", "baseline", "ratio", "target"):
-        table.add_column(col)
-    verdict_rows(table, out)
-    console = Console(width=200, record=True)
-    console.print(table)
-    text = console.export_text()
+    text = rendered(verdict_rows, out)
     assert "1 of 2" in text and "50%" in text and "test_b" in text and "max 1.30" in text
     assert "of the default lab deciding" in text and "S = " not in text
     loaded = {**out, "racks": 3, "hog": True, "runs": [{**run, "time_scale": 4500.0}]}
-    table = Table()
-    for col in ("measure", "value", "baseline", "ratio", "target"):
-        table.add_column(col)
-    verdict_rows(table, loaded)
-    console = Console(width=240, record=True)
-    console.print(table)
-    text = console.export_text()
+    text = rendered(verdict_rows, loaded)
     assert "a generated 3-rack lab" in text and "one core held by a CPU-bound process" in text
     assert "run 1: exit 0, 200 s, S = 4500" in text
 

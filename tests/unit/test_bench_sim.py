@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from bench.sim import WALL_BUDGET_S, largest_alltoall
+from tests.unit.bench_render import rendered
 
 
 def test_largest_alltoall_grows_with_the_rate_and_fits_the_budget():
@@ -25,9 +26,6 @@ def test_the_256_host_alltoall_target_is_time_memory_and_completion():
 
 
 def test_the_sim_table_has_the_side_by_side_cases_and_the_256_host_verdict():
-    from rich.console import Console
-    from rich.table import Table
-
     from bench.__main__ import sim_rows
     run = {"wall_s": 200.0, "cpu_s": 190.0, "peak_rss_mib": 1500.0, "complete": True,
            "simulated_s": 1.2e-3, "frame_hops_per_s": 30_000, "target_holds": False}
@@ -41,13 +39,7 @@ def test_the_sim_table_has_the_side_by_side_cases_and_the_256_host_verdict():
                 "target_ratio": 2.0, "rocelab": side, "ratio_wall": None,
                 "ratio_per_frame_hop": None, "target_holds": None}]},
            "alltoall_256": run}
-    table = Table()
-    for col in ("measure", "value", "baseline", "ratio", "target"):
-        table.add_column(col)
-    sim_rows(table, out)
-    console = Console(width=400, record=True)
-    console.print(table)
-    text = console.export_text()
+    text = rendered(sim_rows, out)
     assert "2 tiers: 128 hosts at 400G, 16 leaves, 8 spines: rocelab" in text
     assert "<= 2x: not measured" in text and "bench/htsim/build.sh SRC" in text
     assert "<= 180 s, <= 2 GiB: DOES NOT HOLD" in text
