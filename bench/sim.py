@@ -33,6 +33,8 @@ from pathlib import Path
 
 import yaml
 
+from rocelab.labs.calibrate import cpu_jiffies
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LAB = ROOT / "topologies" / "roce-v2-leafspine" / "roce-v2-leafspine.clab.yml"
 WALL_BUDGET_S = 600.0
@@ -97,13 +99,6 @@ def private_copy(dest: Path) -> Path:
     path = folder / f"{name}.clab.yml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
-
-
-def cpu_jiffies() -> tuple[int, int]:
-    """(busy, total) jiffies of the whole machine since boot (/proc/stat)."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return sum(fields) - idle, sum(fields)
 
 
 def timed_checks(lab: Path, runtime: str, results: Path) -> dict:

@@ -98,19 +98,21 @@ def _workload(seconds: float) -> int:
     return done
 
 
-def _cpu_times() -> tuple[int, int]:
-    """(idle, total) jiffies of the whole machine since boot (/proc/stat)."""
+def cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine since boot (/proc/stat)."""
     fields = [int(f) for f in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return fields[3] + fields[4], sum(fields)  # idle + iowait
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
 
 
 def idle_cores(seconds: float = IDLE_WINDOW_S, cores: int | None = None) -> float:
     """Cores left idle by everything else over ``seconds`` (this process sleeps)."""
     cores = cores or os.cpu_count() or 1
-    idle0, total0 = _cpu_times()
+    busy0, total0 = cpu_jiffies()
     time.sleep(seconds)
-    idle1, total1 = _cpu_times()
-    return cores * (idle1 - idle0) / max(1, total1 - total0)
+    busy1, total1 = cpu_jiffies()
+    total = max(1, total1 - total0)
+    return cores * (total - (busy1 - busy0)) / total
 
 
 def measure(cores: int | None = None, seconds: float = WINDOW_S) -> Machine:
