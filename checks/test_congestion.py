@@ -327,12 +327,14 @@ def misclassified(lab, overrides: patterns.NicOverrides, result: dict, before: d
 
 def ring(lab) -> list[patterns.FlowSpec]:
     """One small message from every host to the next one it reaches: each host's marking
-    is seen once."""
+    is seen once. Each host pings its next hosts in turn until one answers (one ping
+    each, in a fabric where all reach all), not every pair."""
     hosts = sorted(h.name for h in lab.topology.hosts)
-    reach = {(p.src, p.dst) for p in lab.ping_all() if p.ok}
+    addrs = lab.host_addresses()
     flows = []
     for i, src in enumerate(hosts):
-        dst = next((d for d in hosts[i + 1:] + hosts[:i] if (src, d) in reach), None)
+        dst = next((d for d in hosts[i + 1:] + hosts[:i] if src in addrs and d in addrs
+                    and lab.ping(src, d, addrs[d]).ok), None)
         if dst is not None:
             flows.append(patterns.FlowSpec(src, dst, 64 * 1024, 1))
     return flows

@@ -127,9 +127,9 @@ class LiveHosts:
         return Ping(src, dst, dst_ip, proc.returncode == 0 and bool(ttls),
                     HOST_TTL - ttls[-1] if ttls else None)
 
-    def ping_all(self) -> list[Ping]:
-        """Every host of the topology to every other, both directions, in parallel; a pair
-        with a host that is missing or has no address fails, saying so."""
+    def ping_all(self, dst: str | None = None) -> list[Ping]:
+        """Every host of the topology to every other (with ``dst``, every other to it), in
+        parallel; a pair with a host that is missing or has no address fails, saying so."""
         hosts = [h.name for h in self.topology.hosts]
         addrs: dict[str, str] = {}
         problems: dict[str, str] = {}
@@ -150,7 +150,7 @@ class LiveHosts:
                 return Ping(src, dst, addrs.get(dst, ""), False, None, problem)
             return self.ping(src, dst, addrs[dst])
 
-        pairs = [(s, d) for s in hosts for d in hosts if s != d]
+        pairs = [(s, d) for s in hosts for d in hosts if s != d and dst in (None, d)]
         with ThreadPoolExecutor(max_workers=8) as pool:
             return list(pool.map(lambda p: one(*p), pairs))
 

@@ -119,14 +119,14 @@ class SimHosts:
         return Ping(src, dst, dst_ip, len(got) == count,
                     HOST_TTL - got[-1].ttl if got else None)
 
-    def ping_all(self) -> list[Ping]:
-        """Every host to every other; a pair with a host without an address fails, saying
-        so (as live)."""
+    def ping_all(self, dst: str | None = None) -> list[Ping]:
+        """Every host to every other (with ``dst``, every other to it); a pair with a host
+        without an address fails, saying so (as live)."""
         addrs = self.host_addresses()
         out = []
         for s in self.net.hosts:
             for d in self.net.hosts:
-                if s == d:
+                if s == d or dst not in (None, d):
                     continue
                 missing = next((h for h in (s, d) if h not in addrs), None)
                 out.append(self.ping(s, d, addrs[d]) if missing is None else

@@ -13,6 +13,7 @@ from rocelab.checks import thresholds as th
 from rocelab.checks.deadlock import live_scale
 from rocelab.fabric.config_load import load as load_config
 from rocelab.fabric.model.buffers import IngressBuffers
+from rocelab.labs.records import Ping
 from rocelab.labs.runtimes.sim import simulated
 from rocelab.traffic import patterns
 from tests.conftest import TOPOLOGIES, copy_lab
@@ -179,3 +180,29 @@ def test_a_lab_whose_switch_has_no_ingress_pool_carries_no_incast(tmp_path):
         path.write_text(json.dumps(config))
     with pytest.raises(cg.NoIncast, match="no ingress buffer pool"):
         cg.incast_of(simulated(str(clab)))
+
+
+def test_the_incast_pings_toward_one_candidate_at_a_time(monkeypatch):
+    """The receiver is found by pinging toward one host at a time, with the senders every
+    pair's pings would give; a first host none reaches passes the choice to the next."""
+    lab = simulated("roce-v2-leafspine")
+    hosts = sorted(h.name for h in lab.topology.hosts)
+    every = {(p.src, p.dst) for p in lab.ping_all() if p.ok}
+    sent: list[tuple[str, str]] = []
+    real = lab.ping
+
+    def ping(src, dst, dst_ip, count=2, refuse=()):
+        sent.append((src, dst))
+        return Ping(src, dst, dst_ip, False, None) if dst in refuse else \
+            real(src, dst, dst_ip, count)
+    monkeypatch.setattr(lab, "ping", ping)
+    incast = cg.incast_of(lab)
+    assert sent == [(h, hosts[0]) for h in hosts[1:]]  # n - 1 pings, not n x (n - 1)
+    assert (incast.receiver, incast.senders) == (
+        hosts[0], tuple(sorted(s for s, d in every if d == hosts[0])))
+    sent.clear()
+    monkeypatch.setattr(lab, "ping", lambda *a, **kw: ping(*a, **kw, refuse=hosts[:1]))
+    incast = cg.incast_of(lab)
+    assert {d for _, d in sent} == set(hosts[:2])
+    assert (incast.receiver, incast.senders) == (
+        hosts[1], tuple(sorted(s for s, d in every if d == hosts[1])))
