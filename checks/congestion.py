@@ -25,7 +25,7 @@ from typing import NamedTuple
 from . import plots
 from .deadlock import fabric_wall
 from .thresholds import egress_fill, ingress_fill
-from .variants import keep_configs, variant
+from .rerun import decided
 from ..fabric import afpacket
 from ..fabric.client import MIN_FRAMES_FOR_P99, closest, fidelity
 from ..fabric.config import SwitchConfig
@@ -38,7 +38,6 @@ from ..nic.roce import PFC_DST
 TRACE_INTERVAL_MS = 2.0
 OVERLOAD = 1.5
 TIME_LIMIT_X = 4  # a run's time limit, in times its bytes take at line rate
-RERUN_SCALE = 2.0  # a live scenario that lost fidelity runs once more at this x S
 # the congestion checks' incast: QPS QPs per sender, each writing MESSAGES messages
 MESSAGES = 2
 QPS = 4
@@ -346,28 +345,20 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
     ``startup_s``: every switch's counters are also read that many fabric seconds into the
     run (``lab.wait``: the lab's own clock), so that figures can leave the start-up out.
 
-    A live run that lost fidelity is run once more, with ``rerun``, on a copy of the lab
-    at RERUN_SCALE x its time scale (every rate slower, so agents and endpoints keep up more
-    easily): that run decides, and its fidelity names the first (``rerun_of``). Only if it
-    too loses fidelity is the scenario left undecided. ``on_purpose``: problems containing
-    it are the scenario's doing (a headroom cut on purpose), not lost fidelity. ``flows``:
-    other traffic through the same observed switch in place of the incast's (``tune``'s
-    all-to-all), ``size``, ``count`` and ``qps`` then unused."""
-    run = _run_incast(lab, incast, folder, name, size=size, count=count, qps=qps, nic=nic,
-                      timeout_s=timeout_s, dscp=dscp, startup_s=startup_s, flows=flows)
-    if on_purpose:
-        kept = [p for p in run.fidelity["problems"] if on_purpose not in p]
-        run.fidelity.update(problems=kept, ok=not kept)
-    if run.fidelity["ok"] or not rerun or lab.runtime_name == "sim":
+    A live run that lost fidelity is run once more, with ``rerun``, on a slower copy of
+    the lab (``checks.rerun``). ``on_purpose``: problems containing it are the scenario's
+    doing (a headroom cut on purpose), not lost fidelity. ``flows``: other traffic through
+    the same observed switch in place of the incast's (``tune``'s all-to-all), ``size``,
+    ``count`` and ``qps`` then unused."""
+    def attempt(at: Lab, label: str, factor: float) -> Run:
+        run = _run_incast(at, incast, folder, label, size=size, count=count, qps=qps, nic=nic,
+                          timeout_s=timeout_s * factor, dscp=dscp, startup_s=startup_s,
+                          flows=flows)
+        if on_purpose:
+            kept = [p for p in run.fidelity["problems"] if on_purpose not in p]
+            run.fidelity.update(problems=kept, ok=not kept)
         return run
-    with variant(lab, "slower", folder, keep_configs, scale=RERUN_SCALE) as slower:
-        again = run_incast(slower, incast, folder, f"{name}-slower", size=size, count=count,
-                           qps=qps, nic=nic, timeout_s=timeout_s * RERUN_SCALE, dscp=dscp,
-                           startup_s=startup_s, rerun=False, on_purpose=on_purpose,
-                           flows=flows)
-    again.fidelity["rerun_of"] = {"name": name, "time_scale": run.fidelity.get("time_scale"),
-                                  "factor": RERUN_SCALE, "problems": run.fidelity["problems"]}
-    return again
+    return decided(lab, folder, name, attempt, lambda run: run.fidelity, rerun)
 
 
 def _run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,

@@ -26,6 +26,7 @@ from rocelab.checks import congestion as cg
 from rocelab.checks import variants
 from rocelab.checks import victim as vm
 from rocelab.checks.report import record_evidence, record_fidelity
+from rocelab.checks.rerun import decided
 from rocelab.labs import actions
 from rocelab.traffic import patterns
 
@@ -132,12 +133,16 @@ def modes(lab, incast, results):
     table = {"victim": victim.name, "victim_alone_gbps": round(alone(lab, victim, None), 2),
              "victim_pause_only": bool(scenario and scenario.pause_only),
              "victim_links": scenario.why if scenario else None}
-    table["lossless"] = measure(lab, incast, victim, folder, "lossless", None)
-    table["pfc-only"] = measure(lab, incast, victim, folder, "pfc-only", DCQCN_OFF)
+
+    def mode(at, name: str, nic) -> dict:  # a live mode that lost fidelity reruns slower
+        return decided(at, folder, name, lambda on, label, _: measure(
+            on, incast, victim, folder, label, nic), lambda m: m["fidelity"])
+    table["lossless"] = mode(lab, "lossless", None)
+    table["pfc-only"] = mode(lab, "pfc-only", DCQCN_OFF)
     with variants.variant(lab, "semi", folder, edge_only_pfc(lab)) as other:
-        table["semi-lossless"] = measure(other, incast, victim, folder, "semi-lossless", None)
+        table["semi-lossless"] = mode(other, "semi-lossless", None)
     with variants.variant(lab, "lossy", folder, actions.without_pfc) as other:
-        table["lossy"] = measure(other, incast, victim, folder, "lossy", None)
+        table["lossy"] = mode(other, "lossy", None)
     (folder / "modes.json").write_text(json.dumps(table, indent=1) + "\n")
     return {**table, "file": folder / "modes.json"}
 

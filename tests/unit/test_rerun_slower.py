@@ -1,4 +1,4 @@
-"""A live congestion scenario that lost fidelity is run once more on a copy of the lab at a
+"""A live scenario that lost fidelity is run once more on a copy of the lab at a
 larger time scale, and that run decides; a virtual-time one never is."""
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import yaml
 
 from rocelab.checks import congestion as cg
-from rocelab.checks import variants
+from rocelab.checks import rerun, variants
 from rocelab.labs import topology
 from rocelab.labs.topology import TIME_SCALE_LABEL
 
@@ -22,11 +22,11 @@ def fake(monkeypatch, slower_ok: bool):
 
     @contextmanager
     def variant(lab, suffix, folder, edit, scale=1.0):
-        assert (suffix, scale, edit) == ("slower", cg.RERUN_SCALE, variants.keep_configs)
+        assert (suffix, scale, edit) == ("slower", rerun.RERUN_SCALE, variants.keep_configs)
         yield SimpleNamespace(name="slow", runtime_name=lab.runtime_name)
 
     monkeypatch.setattr(cg, "_run_incast", run)
-    monkeypatch.setattr(cg, "variant", variant)
+    monkeypatch.setattr(rerun, "variant", variant)
     return calls
 
 
@@ -38,10 +38,10 @@ def incast(runtime, tmp_path):
 def test_a_live_run_that_lost_fidelity_is_decided_by_one_slower_rerun(monkeypatch, tmp_path):
     calls = fake(monkeypatch, slower_ok=True)
     run = incast("netns", tmp_path)
-    assert calls == [("lab", "x", 10.0), ("slow", "x-slower", 10.0 * cg.RERUN_SCALE)]
+    assert calls == [("lab", "x", 10.0), ("slow", "x-slower", 10.0 * rerun.RERUN_SCALE)]
     assert run.fidelity["ok"]
     assert run.fidelity["rerun_of"] == {"name": "x", "time_scale": 3000.0,
-                                        "factor": cg.RERUN_SCALE, "problems": ["x: late"]}
+                                        "factor": rerun.RERUN_SCALE, "problems": ["x: late"]}
 
 
 def test_only_one_rerun_and_it_may_stay_undecided(monkeypatch, tmp_path):
@@ -81,3 +81,29 @@ def test_a_variant_runs_at_its_labs_calibrated_s_not_calibrated_again():
     variants.scaled(doc, lab, 1.0)
     assert {node["labels"][TIME_SCALE_LABEL] for node in doc["topology"]["nodes"].values()} \
         == {"4500"}
+
+
+def test_any_scenario_reruns_the_same_way(monkeypatch, tmp_path):
+    """The modes' and the victim's runs (an attempt returning their figures) get the same
+    one slower rerun as an incast: the slower copy, its label and its factor."""
+    calls = fake(monkeypatch, slower_ok=True)
+    seen = []
+
+    def attempt(lab, label, factor):
+        seen.append((lab.name, label, factor))
+        ok = lab.name == "slow"
+        return {"fidelity": {"ok": ok, "problems": [] if ok else ["late"], "time_scale": 9.0}}
+    lab = SimpleNamespace(name="lab", runtime_name="netns")
+    got = rerun.decided(lab, tmp_path, "lossy", attempt, lambda m: m["fidelity"])
+    assert calls == [] and seen == [("lab", "lossy", 1.0), ("slow", "lossy-slower",
+                                                            rerun.RERUN_SCALE)]
+    assert got["fidelity"]["rerun_of"]["problems"] == ["late"]
+
+
+def test_a_checks_fidelity_keeps_the_worst_lateness_of_all_its_runs():
+    from rocelab.checks.report import FIDELITY, merged_fidelity
+    near = {"where": "h2", "ratio": 0.9}
+    merged = merged_fidelity([(FIDELITY, {"ok": True, "problems": [], "worst": near}),
+                              (FIDELITY, {"ok": True, "problems": [],
+                                          "worst": {"where": "h3", "ratio": 0.2}})])
+    assert merged["worst"] == near and merged["ok"]
