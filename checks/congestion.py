@@ -373,7 +373,7 @@ def _run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int,
     startup: dict[str, dict] = {}
     with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream]) as seen:
         running = patterns.start(lab, flows, pattern="incast", timeout_s=timeout_s, nic=nic)
-        if startup_s:
+        if startup_s and running.started():  # the start-up counts from the flows' go
             lab.wait(lab.wall_s(startup_s * lab.node_time_scale(incast.receiver)))
             startup = {s: lab.agent(s).counters() for s in seen.before}
         result = running.wait()

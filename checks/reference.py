@@ -143,6 +143,7 @@ def windows(lab, flows: list[patterns.FlowSpec], run_s: float, instants: Iterabl
         raise ValueError(f"instants {marks} not within the run's {run_s} s")
     running = patterns.start(lab, flows, pattern=pattern, nic=nic,
                              timeout_s=lab.wall_s(run_s * scale))
+    running.started()  # the instants, as the run's elapsed_s, count from the flows' go
     times, counters, at = [0.0], [snapshot(lab)], 0.0
     for t in marks:
         lab.wait(lab.wall_s((t - at) * scale))

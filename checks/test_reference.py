@@ -220,6 +220,7 @@ def test_reference_pfc_timing(scenarios, evidence, fresh):
         running = patterns.start(lab, [patterns.FlowSpec(sender, receiver, size, 1)],
                                  pattern="reference-pfc-timing", nic=DCQCN_OFF,
                                  timeout_s=lab.wall_s(run_s * scale))
+        running.started()
         lab.wait(lab.wall_s(pause_s / 2 * scale))  # the sender at line rate by then
         # one pause alone: the switch's egress toward the receiver stops for its length
         lab.send_frames(receiver, iface, [pause])

@@ -25,10 +25,13 @@ START_TIMEOUT_S = 15.0
 
 class Running:
     """``run`` on a thread, so its caller can do something else during the flows (start a
-    storm, ping): ``flowing`` waits for a first acknowledged byte, ``wait`` for the end."""
+    storm, ping): ``started`` waits for the go (the run's clock starts there: its
+    ``elapsed_s`` counts from it), ``flowing`` for a first acknowledged byte, ``wait`` for
+    the end."""
 
     def __init__(self, lab: Lab, specs: dict[str, dict], timeout_s: float,
                  on_progress: Callable[[int], Any] | None = None) -> None:
+        self._go = threading.Event()
         self._flowing = threading.Event()
 
         def progress(acked: int) -> None:
@@ -38,14 +41,20 @@ class Running:
                 on_progress(acked)
 
         self._pool = ThreadPoolExecutor(1)
-        self._future = self._pool.submit(run, lab, specs, timeout_s, progress)
+        self._future = self._pool.submit(run, lab, specs, timeout_s, progress, self._go.set)
+
+    def started(self, timeout_s: float) -> bool:
+        return self._awaited(self._go, timeout_s)
 
     def flowing(self, timeout_s: float) -> bool:
+        return self._awaited(self._flowing, timeout_s)
+
+    def _awaited(self, event: threading.Event, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
-        while not self._flowing.wait(0.1):
+        while not event.wait(0.1):
             if self._future.done() or time.monotonic() >= deadline:
                 break
-        return self._flowing.is_set()
+        return event.is_set()
 
     def wait(self) -> tuple[dict[str, dict], float]:
         try:
@@ -75,9 +84,11 @@ class Storm:
 
 
 def run(lab: Lab, specs: dict[str, dict], timeout_s: float,
-        on_progress: Callable[[int], Any] | None = None) -> tuple[dict[str, dict], float]:
-    """Start every host's endpoint, let them resolve their peers, say ``go`` to all at once;
-    (each host's ``done`` report, wall seconds from go to the last report)."""
+        on_progress: Callable[[int], Any] | None = None,
+        on_go: Callable[[], Any] | None = None) -> tuple[dict[str, dict], float]:
+    """Start every host's endpoint, let them resolve their peers, say ``go`` to all at once
+    (``on_go`` then); (each host's ``done`` report, wall seconds from go to the last
+    report)."""
     procs: dict[str, subprocess.Popen] = {}
     try:
         for host in specs:
@@ -91,6 +102,8 @@ def run(lab: Lab, specs: dict[str, dict], timeout_s: float,
         started = time.monotonic()
         for host in procs:
             events.tell(host, "go")
+        if on_go is not None:
+            on_go()
         done = events.await_all("done", started + timeout_s + START_TIMEOUT_S,
                                 on_progress=on_progress)
         return done, time.monotonic() - started

@@ -33,6 +33,7 @@ SPORTS = 0x10000 - SPORT_BASE  # past that many flows (all-to-all at fabric scal
 # window is wide: congestion control and PFC, not the window, must keep queues in check.
 WINDOW = 1024
 RTO_FLOOR_S = 0.5  # live wall time: scheduling hiccups must not look like losses
+START_WAIT_S = 60.0  # live wall time for endpoints to spawn and be told go, at most
 ACK_DELAYS_PER_TIMEOUT = 8  # a held ACK goes out well before the sender's timer fires
 DEFAULT_SPEED_MBPS = 100_000
 
@@ -184,6 +185,12 @@ class PatternRun:
                  rto_s: float, running: Any) -> None:
         self.lab, self.flows, self.pattern = lab, flows, pattern
         self.scale, self.rto_s, self.running = scale, rto_s, running
+
+    def started(self, timeout_s: float = START_WAIT_S) -> bool:
+        """Whether the flows' own clock has started (live: every endpoint told go, which
+        can be seconds after ``start`` on a loaded machine): instants within a run count
+        from there, as its ``elapsed_s`` does."""
+        return self.running.started(timeout_s)
 
     def flowing(self, timeout_s: float) -> bool:
         return self.running.flowing(timeout_s)

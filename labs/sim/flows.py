@@ -90,6 +90,10 @@ class SimRunning:
         if not self.done:
             self.engine.after(self.poll_ps, self._look)
 
+    def started(self, timeout_s: float) -> bool:
+        """At once: the run's clock (``t0``) started with it."""
+        return True
+
     def flowing(self, timeout_s: float) -> bool:
         """Run the clock until a first byte is acknowledged (or ``timeout_s``, a live span)."""
         until = min(self.limit_ps, self.engine.now_ps + to_ps(self.lab.sim_s(timeout_s)))
