@@ -44,6 +44,7 @@ WINDOWS = 3
 NEAR = 1.15  # a choice within this factor of the floor keeps the floor: runs stay alike
 STEP = 500.0  # S is rounded up to a multiple of this
 MAX_FACTOR = 8.0  # past floor x this, a check would take too long: warn and stop there
+MIN_CORES_FREE = 0.01  # a machine with none free (every core busy) is counted as this: capped
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def choose(topo: Topology, machine: Machine) -> Calibration:
     floor = floor_of(topo)
     at_floor = load.estimate(topo.with_time_scale(floor), cores=machine.cores,
                              rate=load.MEASURED_AGENT_PPS)
-    budget = load.MEASURED_AGENT_PPS * machine.cores_free
+    budget = load.MEASURED_AGENT_PPS * max(machine.cores_free, MIN_CORES_FREE)
     share_at_floor = at_floor.demand_fps / budget
     wanted = floor * share_at_floor / REFERENCE_SHARE  # demand falls as 1/S
     # a step's 0.1 % is rounding in the reference figures, not a reason for the next step

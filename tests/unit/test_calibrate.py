@@ -46,10 +46,11 @@ def test_the_per_core_speed_is_recorded_but_does_not_move_s(default_lab):
 
 
 def test_a_machine_that_cannot_hold_the_lab_is_capped_and_says_so(default_lab):
-    chosen = calibrate.choose(default_lab, machine(cores_free=0.05))
-    assert chosen.capped
-    assert chosen.time_scale == calibrate.REFERENCE_SCALE * calibrate.MAX_FACTOR
-    assert "may come out INCONCLUSIVE, --runtime sim decides them" in chosen.line("x")
+    for free in (0.05, 0.0):  # none free at all: every core busy while lab.up looked
+        chosen = calibrate.choose(default_lab, machine(cores_free=free))
+        assert chosen.capped
+        assert chosen.time_scale == calibrate.REFERENCE_SCALE * calibrate.MAX_FACTOR
+        assert "may come out INCONCLUSIVE, --runtime sim decides them" in chosen.line("x")
 
 
 def test_a_larger_load_gets_a_larger_s(default_lab, tmp_path):
@@ -98,4 +99,4 @@ def test_a_live_lab_runs_at_the_s_its_state_recorded(default_lab):
 def test_measure_reports_this_machines_speed_and_free_cores():
     found = calibrate.measure(cores=2, seconds=0.05)
     assert found.core_fps > 0 and found.cores == 2
-    assert 0 < found.cores_free <= 2
+    assert 0 <= found.cores_free <= 2  # 0 when other work holds both cores
