@@ -9,7 +9,8 @@ Pareto front and a recommendation (``tune_report``), and written to the results 
 - ``points.json``: every point's parameters, figures and verdicts; ``tune.png``: the plot;
 - ``recommended/<lab folder>``: the lab with the recommendation applied (``rocelab diff
   LAB results/recommended/<folder>`` shows it; ``invoke check`` runs it), and
-  ``recommended.patch.json``: the same change as an RFC 6902 patch per file.
+  ``recommended.patch.json``: the same change as an RFC 6902 patch per file; the ECN
+  check's verdict rerun on that copy (``recheck``) stands beside the sweep's own.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from . import congestion as cg
 from . import tune_report as rep
-from .tune_apply import apply, copy_lab
+from .tune_apply import apply, check_points, copy_lab
 from .tune_fanout import run
 from .tune_run import SCENARIOS, Task
 from .tune_space import (
@@ -29,6 +30,7 @@ from ..labs import topology
 from ..labs.runtimes.sim import simulated
 
 DEFAULT_POINTS = 6
+AS_IS = {"wred": {}, "dcqcn": {}}  # a point that changes nothing: the lab as its files are
 
 
 @dataclass
@@ -57,18 +59,21 @@ def plan(spec: str, *, points: int = DEFAULT_POINTS, seed: int = 0, seeds: int =
     grid of ``levels`` per dimension, within the default bounds for its bottleneck's speed
     with ``bounds`` overriding them, plus the references, over seeds seed..seed+seeds-1, on
     ``scenarios`` (all three by default; the incast alone answers the ECN check)."""
-    lab = simulated(spec, seed=seed)
-    bps = cg.bottleneck_bps(lab, cg.incast_of(lab))
-    clab = str(Path(lab.topology_path).resolve())
-    lab.down()
-    space = override(default_space(bps), list(bounds))
-    chosen = grid(space, levels) if levels else sample(space, points, seed)
-    named = {f"p{i:02d}": p for i, p in enumerate(chosen)}
-    refs = references(bps)
     if unknown := sorted(set(scenarios) - set(SCENARIOS)):
         raise SpaceError(f"--scenario {unknown[0]}: say {', '.join(SCENARIOS)}")
     if not 0 < fraction <= 1:
         raise SpaceError(f"--fraction {fraction:g}: between 0 (excluded) and 1")
+    lab = simulated(spec, seed=seed)
+    try:
+        bps = cg.bottleneck_bps(lab, cg.incast_of(lab))
+    finally:
+        lab.down()
+    clab = str(Path(lab.topology_path).resolve())
+    space = override(default_space(bps), list(bounds))
+    chosen = grid(space, levels) if levels else sample(space, points, seed)
+    named = {f"p{i:02d}": p for i, p in enumerate(chosen)}
+    refs = references(bps)
+    check_points(lab.topology, [*named.values(), *refs.values()])
     return Plan(clab, bps, space, {**named, **refs}, list(refs),
                 list(range(seed, seed + max(1, seeds))), fraction, tuple(scenarios))
 
@@ -77,24 +82,48 @@ def tune(p: Plan, results: Path, *, workers: int | None = None, cluster: object 
          progress: bool = True) -> dict:
     """Run the plan and write its report into ``results``: the outcome as data."""
     results.mkdir(parents=True, exist_ok=True)
-    measured = run(p.tasks(), results, workers=workers, cluster=cluster, progress=progress)
+    how = {"workers": workers, "cluster": cluster, "progress": progress}
+    measured = run(p.tasks(), results, **how)
     rows = rep.summarize(measured)
     front = rep.pareto(rows)
     chosen, passes = rep.recommend(rows)
     rep.plot(rows, front, chosen and chosen["name"], p.references, results / "tune.png")
-    outcome = {"lab": p.clab, "bottleneck_bps": p.bottleneck_bps, "seeds": p.seeds,
-               "fraction": p.fraction, "scenarios": list(p.scenarios),
-               "space": [vars(d) for d in p.space], "rule": rep.RULE,
-               "recommended": chosen and chosen["name"], "passes_ecn_check": passes,
-               "front": front, "references": p.references, "points": rows}
-    (results / "points.json").write_text(json.dumps(outcome, indent=1) + "\n")
+    rechecked = None
     if chosen is not None:
         topo = topology.load(p.clab)
         clab = copy_lab(topo, results / "recommended" / topo.path.parent.name)
         patch = apply(topo, clab, chosen["point"])
         (results / "recommended.patch.json").write_text(json.dumps(patch, indent=1) + "\n")
+        rechecked = recheck(clab, p, results, **how)
+    outcome = {"lab": p.clab, "bottleneck_bps": p.bottleneck_bps, "seeds": p.seeds,
+               "fraction": p.fraction, "scenarios": list(p.scenarios),
+               "space": [vars(d) for d in p.space], "rule": rep.RULE,
+               "recommended": chosen and chosen["name"], "passes_ecn_check": passes,
+               "recheck": rechecked, "front": front, "references": p.references,
+               "points": rows}
+    (results / "points.json").write_text(json.dumps(outcome, indent=1) + "\n")
     (results / "report.md").write_text(markdown(outcome))
     return outcome
+
+
+def recheck(clab: Path, p: Plan, results: Path, **how: object) -> dict | None:
+    """The ECN check rerun on the lab copy ``clab`` (the recommendation applied), as
+    ``invoke check`` would judge it: the incast with the copy's files as they are, against
+    the same incast with DCQCN off on the copy's own switches (the check's "without"), per
+    seed of the plan, measured and stored like the sweep's runs. None when the plan runs
+    no incast."""
+    if "incast" not in p.scenarios:
+        return None
+    off = references(p.bottleneck_bps)[rep.BASELINE]
+    tasks = [Task(str(clab), name, point, "incast", seed, p.fraction)
+             for name, point in (("recommended", AS_IS), (rep.BASELINE, off))
+             for seed in p.seeds]
+    got = {(t.point_name, t.seed): f["ecn_check"] for t, f in run(tasks, results, **how)}
+    seeds = {seed: {"with_dcqcn": got["recommended", seed], "without": got[rep.BASELINE, seed]}
+             for seed in p.seeds}
+    problems = sorted({q for s in seeds.values()
+                       for q in rep.ecn_problems(s["with_dcqcn"], s["without"])})
+    return {"lab": str(clab), "problems": problems, "seeds": seeds}
 
 
 def _params(point: dict) -> str:
@@ -114,6 +143,25 @@ def _row(r: dict, front: list[str]) -> str:
             f"| {scen} |")
 
 
+def verdict(passes: bool | None) -> str:
+    """The sweep's ECN-check verdict on its recommendation, in words."""
+    if passes is None:
+        return "the ECN check not judged (no incast among the scenarios)"
+    return ("passes the ECN check" if passes else "**no point in the bounds passes the ECN "
+            "check**; the best that lost nothing")
+
+
+def rechecked(r: dict) -> str:
+    """The ECN check rerun on the recommended copy (``recheck``), with its figures."""
+    figures = "; ".join(
+        f"seed {seed}: XOFF {s['with_dcqcn']['xoff_fraction']:.1%} (DCQCN off "
+        f"{s['without']['xoff_fraction']:.1%}), share {s['with_dcqcn']['bottleneck_share']:.1%}"
+        f" (off {s['without']['bottleneck_share']:.1%})" for seed, s in r["seeds"].items())
+    outcome = "passes" if not r["problems"] else "fails: " + "; ".join(r["problems"])
+    return (f"The ECN check rerun on `{Path(r['lab']).parent.name}` in `recommended/` (its "
+            f"incast with DCQCN as the copy's files say, and off): {outcome} ({figures}).")
+
+
 def markdown(o: dict) -> str:
     """The report: the recommendation and the references first, then every point."""
     rows = {r["name"]: r for r in o["points"]}
@@ -130,12 +178,12 @@ def markdown(o: dict) -> str:
         lines += ["**No recommendation**: every point lost data.", ""]
     else:
         r = rows[o["recommended"]]
-        verdict = ("passes the ECN check" if o["passes_ecn_check"] else
-                   "**no point in the bounds passes the ECN check**; the best that lost "
-                   "nothing")
-        lines += [f"**Recommended: {r['name']}** ({_params(r['point'])}), {verdict}. "
-                  "Apply `recommended.patch.json`, or compare with `rocelab diff`: the lab "
-                  "with it applied is in `recommended/`.", ""]
+        lines += [f"**Recommended: {r['name']}** ({_params(r['point'])}), "
+                  f"{verdict(o['passes_ecn_check'])}. Apply `recommended.patch.json`, or "
+                  "compare with `rocelab diff`: the lab with it applied is in "
+                  "`recommended/`.", ""]
+        if o["recheck"] is not None:
+            lines += [rechecked(o["recheck"]), ""]
     lines += ["Beside it, the reference points (congestion.md):", "", *head]
     beside = dict.fromkeys(n for n in [o["recommended"], *o["references"]] if n in rows)
     lines += [_row(rows[n], o["front"]) for n in beside]

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import jsonpatch
 import yaml
 
 from ..fabric.qos import queue_of_tc, tc_of_dscp
+from ..labs import fingerprint
 from ..labs.topology import Topology
 from ..nic.settings import NicError, NicSettings
 from ..nic.settings import load as load_nic
@@ -30,12 +33,45 @@ class ApplyError(ValueError):
     """A point the lab cannot take (one line naming the file and the field)."""
 
 
+def lab_files(topology: Topology) -> list[Path]:
+    """The files the lab is made of (``labs.fingerprint``: the clab file and every file it
+    references) that lie in its folder, and only those: a clab file may share its folder
+    with anything (other labs, results, a virtualenv), none of which a copy needs. A file
+    outside the folder (label ``rocelab.allow-outside-paths``) stays where it is,
+    referenced as written; ``apply`` refuses to edit one."""
+    root = topology.path.resolve().parent
+    return [p for p in fingerprint.files(topology) if p.is_relative_to(root)]
+
+
 def copy_lab(topology: Topology, dest: Path) -> Path:
-    """The lab's folder copied to ``dest`` (replaced if there): its topology file there."""
+    """The lab's files (``lab_files``) copied to ``dest`` (replaced if there), each at its
+    place relative to the clab file: the copy's topology file."""
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(topology.path.parent, dest)
+    root = topology.path.resolve().parent
+    for path in lab_files(topology):
+        target = dest / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
     return dest / topology.path.name
+
+
+def check_points(topology: Topology, points: Iterable[dict]) -> None:
+    """Every point written into one scratch copy of the lab: a point the lab cannot take
+    is one line (``ApplyError``) before any run starts, not a worker's failure mid-sweep."""
+    with tempfile.TemporaryDirectory(prefix="rocelab-tune-") as scratch:
+        clab = copy_lab(topology, Path(scratch) / "lab")
+        for point in points:
+            apply(topology, clab, point)
+
+
+def _inside(topology: Topology, path: Path, what: str) -> Path:
+    """``path`` relative to the lab's folder, or the ApplyError saying it is not there."""
+    root = topology.path.resolve().parent
+    if not path.resolve().is_relative_to(root):
+        raise ApplyError(f"{topology.path}: {what} {path} is outside the lab's folder "
+                         f"{root}: tune edits a copy of the folder, so keep it there")
+    return path.resolve().relative_to(root)
 
 
 def roce_profiles(topology: Topology, node: str) -> set[str]:
@@ -69,11 +105,10 @@ def wred_edit(data: dict, profiles: set[str], wred: dict) -> None:
 def apply(topology: Topology, clab: Path, point: dict) -> dict[str, list[dict]]:
     """``point`` written into the copy ``clab`` of ``topology``: a JSON patch per changed
     file, keyed by its path relative to the lab's folder."""
-    root = topology.path.parent
     patches: dict[str, list[dict]] = {}
     if point["wred"]:
         for node in topology.switches:
-            rel = node.config_path.relative_to(root)
+            rel = _inside(topology, node.config_path, f"{node.name}'s config")
             profiles = roce_profiles(topology, node.name)
             if not profiles:
                 raise ApplyError(f"{rel}: QUEUE: no queue the RoCE class leaves "
@@ -91,7 +126,7 @@ def apply(topology: Topology, clab: Path, point: dict) -> dict[str, list[dict]]:
             raise ApplyError(f"{topology.path}: {host}: no NIC settings file (label "
                              "rocelab.nic), so its DCQCN cannot be tuned")
         for nic_path in sorted(nic_files):
-            rel = nic_path.relative_to(root)
+            rel = _inside(topology, nic_path, "the NIC settings file")
             path = clab.parent / rel
             before = yaml.safe_load(path.read_text()) or {}
             after = json.loads(json.dumps(before))
@@ -100,6 +135,8 @@ def apply(topology: Topology, clab: Path, point: dict) -> dict[str, list[dict]]:
             path.write_text(yaml.safe_dump(after, sort_keys=False))
             try:
                 load_nic(path)
-            except NicError as e:
-                raise ApplyError(str(e)) from None
+            except NicError as e:  # named as the lab's own file, not the copy
+                problem = str(e).removeprefix(f"{path}: ")
+                raise ApplyError(f"{nic_path}: {problem} (tune writes dcqcn "
+                                 f"{point['dcqcn']})") from None
     return patches

@@ -2,9 +2,9 @@
 default) or on a Dask cluster (``dask.distributed``, given its address), resumable.
 
 Each result is stored as ``runs/<key>.json`` in the results folder, the key a hash of the
-lab's files (every file of its folder), the point, the scenario and the seed: a rerun
-skips what is stored, and a changed lab or point never reuses a stale result. Why Dask
-and not Ray: docs/tune.md.
+lab's files (the clab file and every file it references), the point, the scenario and the
+seed: a rerun skips what is stored, and a changed lab or point never reuses a stale
+result. Why Dask and not Ray: docs/tune.md.
 """
 from __future__ import annotations
 
@@ -19,16 +19,20 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
     TimeElapsedColumn
 
+from .tune_apply import lab_files
 from .tune_run import Task, measure
+from ..labs import topology
 
 KEY_VERSION = 1  # bump when a measure changes meaning: stored results then run again
 
 
 def lab_digest(clab: str | Path) -> str:
-    """A hash of every file in the lab's folder (names and contents)."""
-    folder = Path(clab).parent
+    """A hash of the lab's files (``tune_apply.lab_files``: names relative to its folder,
+    and contents), what a task's copy of the lab is made of."""
+    topo = topology.load(str(clab))
+    folder = topo.path.resolve().parent
     h = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in lab_files(topo):
         h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 

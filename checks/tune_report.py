@@ -119,17 +119,20 @@ def pareto(rows: list[dict]) -> list[str]:
     return [r["name"] for r in ok if not any(dominates(o, r) for o in ok if o is not r)]
 
 
-def recommend(rows: list[dict]) -> tuple[dict | None, bool]:
-    """The recommended row (RULE) and whether it passes the ECN check; None when every point
-    lost data."""
+def recommend(rows: list[dict]) -> tuple[dict | None, bool | None]:
+    """The recommended row (RULE) and whether it passes the ECN check: None when the check
+    was not run (no incast among the scenarios, or no PFC-only baseline), not a failure. The
+    row is None when every point lost data."""
     ok = [r for r in rows if feasible(r)]
     passing = [r for r in ok if r["ecn_check"] == []]
     pool = passing or ok
+    judged = any(r["ecn_check"] is not None for r in rows)
     if not pool:
-        return None, False
+        return None, False if judged else None
     best = min(r["p99"] for r in pool)
     near = [r for r in pool if r["p99"] <= best * (1 + P99_TOLERANCE)]
-    return min(near, key=lambda r: (r["pause"], -r["share"], r["p99"])), bool(passing)
+    chosen = min(near, key=lambda r: (r["pause"], -r["share"], r["p99"]))
+    return chosen, bool(passing) if judged else None
 
 
 def plot(rows: list[dict], front: list[str], chosen: str | None, references: list[str],

@@ -30,12 +30,13 @@ def tune(c, name, results="", points=6, grid=0, seed=0, seeds=1, bound=None, wor
     """Sweep WRED/ECN (Kmin, Kmax, Pmax) and DCQCN on the lab's incast, an all-to-all and
     both at once, beside NVIDIA's, Alibaba's and PFC-only settings; write the Pareto plot,
     the table and the recommended setting as an edited copy of the lab plus a JSON patch."""
-    from ...checks.tune import plan, tune as sweep
+    from ...checks.congestion import NoIncast
+    from ...checks.tune import plan, tune as sweep, verdict
     from ...checks.tune_apply import ApplyError
     from ...checks.tune_run import SCENARIOS
     from ...checks.tune_space import SpaceError
-    folder = Path(results) if results else Path.cwd() / "results" / f"tune-{lab_name(name)}"
     try:
+        folder = Path(results) if results else Path.cwd() / "results" / f"tune-{lab_name(name)}"
         p = plan(name, points=int(points), seed=int(seed), seeds=int(seeds),
                  levels=int(grid), bounds=list(bound or []), fraction=float(fraction),
                  scenarios=tuple(scenario or SCENARIOS))
@@ -44,9 +45,14 @@ def tune(c, name, results="", points=6, grid=0, seed=0, seeds=1, bound=None, wor
         outcome = sweep(p, folder, workers=int(workers) or None, cluster=cluster or None)
     except (SpaceError, ApplyError) as e:
         raise fail(str(e)) from None
+    except NoIncast as e:
+        raise fail(f"{e}: nothing for tune to measure") from None
     except USER_ERRORS as e:
         raise fail(e) from None
     chosen = outcome["recommended"]
-    verdict = "passes the ECN check" if outcome["passes_ecn_check"] else \
-        "no point in the bounds passes the ECN check"
-    console.print(f"recommended: {chosen} ({verdict}); report {folder / 'report.md'}")
+    said = verdict(outcome["passes_ecn_check"]).replace("*", "")
+    again = outcome["recheck"]
+    if again is not None:
+        said += ("; rerun on the recommended copy: " +
+                 ("passes" if not again["problems"] else "fails"))
+    console.print(f"recommended: {chosen} ({said}); report {folder / 'report.md'}")
