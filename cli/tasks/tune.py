@@ -50,6 +50,9 @@ def tune(c, name, results="", points=6, grid=0, seed=0, seeds=1, bound=None, wor
     except USER_ERRORS as e:
         raise fail(e) from None
     chosen = outcome["recommended"]
+    if chosen is None:
+        console.print(f"no recommendation: every point lost data; report {folder / 'report.md'}")
+        return
     said = verdict(outcome["passes_ecn_check"]).replace("*", "")
     again = outcome["recheck"]
     if again is not None:

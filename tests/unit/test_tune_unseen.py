@@ -152,3 +152,15 @@ def test_a_config_outside_the_lab_folder_is_refused_in_one_line(tmp_path):
                                          r"outside the lab's folder"):
         check_points(topo, [references(100e9)["nvidia"]])
     check_points(topo, [references(100e9)["pfc-only"]])  # the NIC file alone: inside
+
+
+def test_when_every_point_lost_data_the_command_says_so(capsys, tmp_path, monkeypatch):
+    from rocelab.checks import tune as tuning
+    from rocelab.cli.program import program
+    monkeypatch.setattr(tuning, "plan", lambda *a, **k: tuning.Plan(
+        str(tmp_path / "x.clab.yml"), 100e9, [], {}, [], [0]))
+    monkeypatch.setattr(tuning, "tune", lambda *a, **k: {
+        "recommended": None, "passes_ecn_check": False, "recheck": None})
+    program.run(["rocelab", "tune", "roce-v2-leafspine", "--results", str(tmp_path)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no recommendation: every point lost data" in out and "passes" not in out
