@@ -98,14 +98,25 @@ def _pcp_only(config: SwitchConfig, port: str, s: Settings, bad) -> Iterator[Fin
 
 def _pfc_pg(config: SwitchConfig, port: str, pg: int, s: Settings, bad) -> Iterator[Finding]:
     """PFC frames the PG sends must name the RoCE priority, else they pause the wrong one."""
-    name, _ = bound(config.qos, port, "pfc_to_pg_map")
-    if name is not None:
-        target = config.qos.pfc_priority_to_pg[name].get(s.priority)
-        if target != pg:
-            yield bad(f"PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|{name}|{s.priority}",
-                      f"priority {s.priority} -> PG {target} but RoCE fills PG {pg} on {port}: "
-                      "the PG that fills is not the one PFC accounts",
-                      f'map "{s.priority}": "{pg}"')
+    mapped = _pfc_map(config, port, "pfc_to_pg_map", s.priority)
+    if mapped is not None and mapped[1] != pg:
+        name, target = mapped
+        yield bad(f"PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|{name}|{s.priority}",
+                  f"priority {s.priority} -> PG {target} but RoCE fills PG {pg} on {port}: "
+                  "the PG that fills is not the one PFC accounts",
+                  f'map "{s.priority}": "{pg}"')
+
+
+def _pfc_map(config: SwitchConfig, port: str, field: str,
+             priority: int) -> tuple[str, int | None] | None:
+    """The PFC map bound to ``port`` as ``field`` (PORT_QOS_MAP) and where it sends
+    ``priority``: (its name, the PG or queue); None when none is bound."""
+    name, _ = bound(config.qos, port, field)
+    if name is None:
+        return None
+    table = (config.qos.pfc_priority_to_pg if field == "pfc_to_pg_map"
+             else config.qos.pfc_priority_to_queue)
+    return name, table[name].get(priority)
 
 
 def _lossless_pg(config: SwitchConfig, port: str, tc: int, pg: int,
@@ -132,14 +143,13 @@ def _lossless_pg(config: SwitchConfig, port: str, tc: int, pg: int,
 def _pfc_queue(config: SwitchConfig, port: str, queue: int, s: Settings,
                bad) -> Iterator[Finding]:
     """A PFC frame received for the RoCE priority must stop the queue RoCE is in."""
-    name, _ = bound(config.qos, port, "pfc_to_queue_map")
-    if name is not None:
-        target = config.qos.pfc_priority_to_queue[name].get(s.priority)
-        if target != queue:
-            yield bad(f"MAP_PFC_PRIORITY_TO_QUEUE|{name}|{s.priority}",
-                      f"a pause for priority {s.priority} stops queue {target}, but RoCE leaves "
-                      f"{port} by queue {queue}: the upstream keeps sending into a full buffer",
-                      f'map "{s.priority}": "{queue}"')
+    mapped = _pfc_map(config, port, "pfc_to_queue_map", s.priority)
+    if mapped is not None and mapped[1] != queue:
+        name, target = mapped
+        yield bad(f"MAP_PFC_PRIORITY_TO_QUEUE|{name}|{s.priority}",
+                  f"a pause for priority {s.priority} stops queue {target}, but RoCE leaves "
+                  f"{port} by queue {queue}: the upstream keeps sending into a full buffer",
+                  f'map "{s.priority}": "{queue}"')
 
 
 def _ecn_queue(config: SwitchConfig, port: str, tc: int, queue: int,
