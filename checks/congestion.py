@@ -4,8 +4,9 @@ PFC frames, the endpoints' statistics, plots) and the emulation's fidelity; ``ob
 gives any other scenario (a PFC storm, a DSCP mismatch) the same evidence.
 
 Nothing here knows a lab's shape. The receiver is the first host (by name) that at least
-two others reach, the senders all that reach it; the congested switch is the receiver's,
-its bottleneck port the one toward it; the RoCE class (DSCP, priority) comes from the
+two others reach, the senders all that reach it; the congested switch is where their paths
+meet (the receiver's, unless one wire alone brings them there), its bottleneck port the one
+toward the receiver; the RoCE class (DSCP, priority) comes from the
 receiver's NIC settings and the PG and queue it lands in from the congested switch's own
 maps; how much it must bring in, from that PG's thresholds (``checks.thresholds``).
 Variants of a lab (``pfc_enable`` removed,
@@ -31,6 +32,7 @@ from ..fabric.client import MIN_FRAMES_FOR_P99, closest, fidelity
 from ..fabric.config import SwitchConfig
 from ..fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
 from ..labs.lab import Lab
+from ..labs.topology import Endpoint, Topology
 from ..nic.settings import NicSettings
 from ..traffic import patterns
 from ..nic.roce import PFC_DST
@@ -51,6 +53,9 @@ PFC_DST_BYTES = bytes.fromhex(PFC_DST.replace(":", ""))
 PFC_ONLY = afpacket.dst_mac_filter(PFC_DST_BYTES)
 
 
+Wire = tuple[str, str, str]  # (switch iface, peer node, peer iface)
+
+
 class NoIncast(Exception):
     """The lab carries no incast: its congestion checks are skipped, with this reason."""
 
@@ -61,9 +66,9 @@ class Incast:
 
     receiver: str
     senders: tuple[str, ...]
-    switch: str  # the receiver's switch
+    switch: str  # where the senders' paths meet (``converge``): the congested switch
     port: str  # its SONiC port toward the receiver: the bottleneck
-    upstream: tuple[tuple[str, str, str], ...]  # (switch iface, peer node, peer iface)
+    upstream: tuple[Wire, ...]  # the congested switch's other wires
     input_ports: tuple[str, ...]  # the switch's SONiC port on each ``upstream`` iface
     dscp: int
     priority: int
@@ -109,7 +114,7 @@ class Incast:
         return min(limits, default=None)
 
 
-def fewest_inputs(senders: tuple[str, ...], upstream: tuple[tuple[str, str, str], ...]) -> int:
+def fewest_inputs(senders: tuple[str, ...], upstream: tuple[Wire, ...]) -> int:
     """The fewest ports an incast from ``senders`` enters its switch by: each sender wired
     to it by its own, the others all by one uplink (ECMP may hash them onto one); two at
     least, since through one port it congests nothing there."""
@@ -141,6 +146,35 @@ def roce_mtu(lab: Lab, incast: Incast) -> int:
     return patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
 
 
+def converge(topo: Topology, receiver: str, senders: tuple[str, ...]
+             ) -> tuple[str, str, list[Wire]]:
+    """Where the senders' paths meet and congest: (switch, its interface toward the
+    receiver, its other wires). It is the receiver's switch unless the incast can enter
+    that switch by one wire only, no faster than the one out (a leaf with one uplink and
+    no sender of its own): then nothing queues there, and the congestion moves to the
+    switch across that wire, at its port toward this one; and so on upstream."""
+    link = next(k for k in topo.links if receiver in (k.a.node, k.b.node))
+    out = link.b if link.a.node == receiver else link.a
+    seen = {out.node}
+    while True:
+        wires = [(mine.iface, peer.node, peer.iface) for k in topo.links
+                 for mine, peer in ((k.a, k.b), (k.b, k.a))
+                 if mine.node == out.node and mine.iface != out.iface]
+        carry = [w for w in wires if w[1] in senders
+                 or (w[1] in topo.nodes and topo.nodes[w[1]].is_switch)]
+        if len(carry) != 1 or carry[0][1] in senders or carry[0][1] in seen \
+                or port_speed(topo, out.node, carry[0][0]) > port_speed(topo, out.node,
+                                                                        out.iface):
+            return out.node, out.iface, wires
+        out = Endpoint(carry[0][1], carry[0][2])
+        seen.add(out.node)
+
+
+def port_speed(topo: Topology, switch: str, iface: str) -> int:
+    """Mb/s of a switch interface, from its config's PORT table."""
+    return topo.nodes[switch].config.ports[topo.port(switch, iface)].speed_mbps
+
+
 def incast_of(lab: Lab) -> Incast:
     """The lab's incast: the first host (by name) that at least two others reach (by
     ping) receives from all that reach it. Pings go toward one candidate at a time, not
@@ -152,20 +186,13 @@ def incast_of(lab: Lab) -> Incast:
             break
     else:
         raise NoIncast(f"lab {lab.name}: no host is reached by two others, no incast")
-    hosts = [receiver, *reach]
-    link = next(k for k in topo.links if receiver in (k.a.node, k.b.node))
-    sw_end = link.b if link.a.node == receiver else link.a
-    switch = topo.nodes[sw_end.node]
-    upstream = []
-    for k in topo.links:
-        for mine, peer in ((k.a, k.b), (k.b, k.a)):
-            if mine.node == switch.name and mine.iface != sw_end.iface:
-                upstream.append((mine.iface, peer.node, peer.iface))
+    senders = tuple(reach)
+    name, out_iface, upstream = converge(topo, receiver, senders)
+    switch = topo.nodes[name]
     nic = topo.nodes[receiver].nic or NicSettings()
-    port = topo.port(sw_end.node, sw_end.iface)
+    port = topo.port(name, out_iface)
     tc, _ = tc_of_dscp(switch.config, port, nic.roce.dscp)
     pg = pg_of_tc(switch.config, port, tc)[0]
-    senders = tuple(hosts[1:])
     inputs = fewest_inputs(senders, tuple(upstream))
     input_ports = tuple(topo.port(switch.name, iface) for iface, _, _ in upstream)
     fill = ingress_fill(switch.config, list(input_ports), pg, inputs)

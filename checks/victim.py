@@ -1,9 +1,9 @@
 """Victim flows: congestion spreading through PFC to a flow that never crosses the congested
 port.
 
-The incast (``checks.congestion.incast_of``) congests the receiver's switch C at its port
-toward the receiver. The victim is a flow from a sender on another switch V to *another* host
-on C (not the receiver): it shares with the incast only the links between V and C, which C
+The incast (``checks.congestion.incast_of``) congests a switch C at its port toward the
+receiver. The victim is a flow from a sender on another switch V to *another* host on C
+(not the receiver): it shares with the incast only the links between V and C, which C
 pauses when its ingress PG on them reaches XOFF. Its sender sends nothing else (it leaves the
 incast), and nothing else goes to its receiver.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .congestion import Incast
+from .congestion import Incast, port_speed
 from ..labs.topology import Topology
 from ..traffic import patterns
 
@@ -50,11 +50,6 @@ def attachment(topo: Topology, host: str) -> tuple[str, str] | None:
                     and topo.nodes[peer.node].is_switch:
                 return peer.node, peer.iface
     return None
-
-
-def port_speed(topo: Topology, switch: str, iface: str) -> int:
-    """Mb/s of a switch interface, from its config's PORT table."""
-    return topo.nodes[switch].config.ports[topo.port(switch, iface)].speed_mbps
 
 
 def victim_of(topo: Topology, incast: Incast) -> Victim | None:
