@@ -46,7 +46,9 @@ class Dimension:
 
     def value(self, u: float) -> float | int:
         """The value at ``u`` in [0, 1] of the range."""
-        if self.log:
+        if self.lo == self.hi:  # pinned, 0 included (a DCQCN parameter's "disabled")
+            v = self.lo
+        elif self.log:
             v = math.exp(math.log(self.lo) + u * (math.log(self.hi) - math.log(self.lo)))
         else:
             v = self.lo + u * (self.hi - self.lo)
@@ -78,7 +80,7 @@ WRED_FIELDS = ("kmin", "kmax_ratio", "pmax")
 def override(space: list[Dimension], bounds: list[str]) -> list[Dimension]:
     """``space`` with each ``NAME=LO:HI`` of ``bounds`` replacing a dimension's range or
     adding one (any mlxconfig DCQCN parameter), and ``NAME=VALUE`` pinning it (both ends
-    equal). NAME is a wred field (kmin, kmax_ratio, pmax) or a DCQCN parameter."""
+    equal; 0 too, which turns off what says "0=DISABLED", the byte counter). NAME is a wred field (kmin, kmax_ratio, pmax) or a DCQCN parameter."""
     out = {d.name: d for d in space}
     for text in bounds:
         name, _, rng = text.partition("=")
@@ -95,8 +97,9 @@ def override(space: list[Dimension], bounds: list[str]) -> list[Dimension]:
         else:
             raise SpaceError(f"--bound {name}: not a swept parameter (say one of "
                              f"{', '.join(WRED_FIELDS)} or an mlxconfig DCQCN parameter)")
-        if not 0 < lo <= hi:
-            raise SpaceError(f"--bound {text!r}: needs 0 < LO <= HI")
+        if not (0 < lo <= hi or lo == hi == 0):
+            raise SpaceError(f"--bound {text!r}: needs 0 < LO <= HI, or VALUE alone (0: "
+                             "off, as rpg_byte_reset=0 turns the byte counter off)")
         old = out.get(name)
         integer = name != "kmax_ratio"
         out[name] = (replace(old, lo=lo, hi=hi) if old else

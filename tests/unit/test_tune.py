@@ -66,8 +66,15 @@ def test_a_bound_overrides_pins_or_adds_a_dimension():
     assert len(grid(space[:2], 3)) == 9
 
 
+def test_a_parameter_can_be_pinned_off_at_zero():
+    """``rpg_byte_reset=0`` is the firmware's "0=DISABLED": the byte counter off."""
+    space = override(default_space(400e9), ["rpg_byte_reset=0"])
+    assert {p["dcqcn"]["rpg_byte_reset"] for p in sample(space, 3, 0)} == {0}
+
+
 @pytest.mark.parametrize("bad, says", [("foo=1:2", "--bound foo"), ("pmax=x", "NAME=LO:HI"),
-                                       ("pmax=5:1", "0 < LO <= HI")])
+                                       ("pmax=5:1", "0 < LO <= HI"),
+                                       ("rpg_byte_reset=0:100", "0 < LO <= HI")])
 def test_a_bad_bound_is_one_line(bad, says):
     with pytest.raises(SpaceError, match=says):
         override(default_space(100e9), [bad])
@@ -238,7 +245,9 @@ def rocelab(capsys, *argv: str) -> tuple[int, str]:
 def test_a_bad_bound_exits_2_with_one_line(capsys, tmp_path):
     code, err = rocelab(capsys, "tune", str(LAB), "--bound", "kmin=9:1", "--results",
                         str(tmp_path))
-    assert code == 2 and err.strip() == "rocelab: --bound 'kmin=9:1': needs 0 < LO <= HI"
+    assert code == 2 and err.strip() == ("rocelab: --bound 'kmin=9:1': needs 0 < LO <= HI, or "
+                                         "VALUE alone (0: off, as rpg_byte_reset=0 turns the "
+                                         "byte counter off)")
 
 
 def test_tune_writes_the_recommendation_as_a_lab_copy_and_a_patch(capsys, tmp_path):
