@@ -24,10 +24,12 @@ from .tune_apply import apply, check_points, copy_lab
 from .tune_fanout import run
 from .tune_run import SCENARIOS, Task
 from .tune_space import (
-    Dimension, SpaceError, default_space, grid, override, references, sample,
+    BYTE_COUNTER, Dimension, SpaceError, counter_off_too, default_space, grid, override,
+    references, sample,
 )
 from ..labs import topology
-from ..labs.runtimes.sim import simulated
+from ..nic.settings import NicSettings
+from ..labs.runtimes.sim import SimLab, simulated
 
 DEFAULT_POINTS = 6
 AS_IS = {"wred": {}, "dcqcn": {}}  # a point that changes nothing: the lab as its files are
@@ -45,11 +47,18 @@ class Plan:
     seeds: list[int]
     fraction: float = 1.0  # of each scenario's volume (``tune_run.Task``)
     scenarios: tuple[str, ...] = SCENARIOS
+    counter_off: str = ""  # how the byte counter is a factor (``counter_off_too``), if it is
 
     def tasks(self) -> list[Task]:
         return [Task(self.clab, name, point, s, seed, self.fraction)
                 for name, point in self.points.items() for s in self.scenarios
                 for seed in self.seeds]
+
+
+def counting(lab: SimLab) -> bool:
+    """Whether any of the lab's NICs runs the firmware's DCQCN with its byte counter on."""
+    nics = [(h.nic or NicSettings()).dcqcn for h in lab.topology.hosts]
+    return any(d.enabled and d.mode == "firmware" and d.rpg_byte_reset for d in nics)
 
 
 def plan(spec: str, *, points: int = DEFAULT_POINTS, seed: int = 0, seeds: int = 1,
@@ -58,7 +67,9 @@ def plan(spec: str, *, points: int = DEFAULT_POINTS, seed: int = 0, seeds: int =
     """The sweep for the lab ``spec``: ``points`` Latin-hypercube points (``seed``), or a
     grid of ``levels`` per dimension, within the default bounds for its bottleneck's speed
     with ``bounds`` overriding them, plus the references, over seeds seed..seed+seeds-1, on
-    ``scenarios`` (all three by default; the incast alone answers the ECN check)."""
+    ``scenarios`` (all three by default; the incast alone answers the ECN check). Where the
+    NICs count bytes and no bound names ``rpg_byte_reset``, the byte counter is a factor
+    too (``counter_off_too``)."""
     if unknown := sorted(set(scenarios) - set(SCENARIOS)):
         raise SpaceError(f"--scenario {unknown[0]}: say {', '.join(SCENARIOS)}")
     if not 0 < fraction <= 1:
@@ -71,11 +82,17 @@ def plan(spec: str, *, points: int = DEFAULT_POINTS, seed: int = 0, seeds: int =
     clab = str(Path(lab.topology_path).resolve())
     space = override(default_space(bps), list(bounds))
     chosen = grid(space, levels) if levels else sample(space, points, seed)
+    counter_off = ""
+    if counting(lab) and all(d.name != BYTE_COUNTER for d in space):
+        chosen = counter_off_too(chosen, every_other=not levels)
+        counter_off = ("each grid point as the NICs' files have it and off" if levels else
+                       "as the NICs' files have it on p00, p02, ..., off on p01, p03, ...")
     named = {f"p{i:02d}": p for i, p in enumerate(chosen)}
     refs = references(bps)
     check_points(lab.topology, [*named.values(), *refs.values()])
     return Plan(clab, bps, space, {**named, **refs}, list(refs),
-                list(range(seed, seed + max(1, seeds))), fraction, tuple(scenarios))
+                list(range(seed, seed + max(1, seeds))), fraction, tuple(scenarios),
+                counter_off)
 
 
 def tune(p: Plan, results: Path, *, workers: int | None = None, cluster: object = None,
@@ -97,7 +114,8 @@ def tune(p: Plan, results: Path, *, workers: int | None = None, cluster: object 
         rechecked = recheck(clab, p, results, **how)
     outcome = {"lab": p.clab, "bottleneck_bps": p.bottleneck_bps, "seeds": p.seeds,
                "fraction": p.fraction, "scenarios": list(p.scenarios),
-               "space": [vars(d) for d in p.space], "rule": rep.RULE,
+               "space": [vars(d) for d in p.space], "byte_counter_off": p.counter_off,
+               "rule": rep.RULE,
                "recommended": chosen and chosen["name"], "passes_ecn_check": passes,
                "recheck": rechecked, "front": front, "references": p.references,
                "points": rows}
@@ -172,7 +190,9 @@ def markdown(o: dict) -> str:
              f"{', '.join(o['scenarios'])} in virtual time"
              + (f" at {o['fraction']:g} of their volume (a quick look: not the ECN check's "
                 "incast)" if o["fraction"] != 1 else "") + ". Bounds: "
-             + ", ".join(f"{d['name']} {d['lo']:g}..{d['hi']:g}" for d in o["space"]) + ".",
+             + ", ".join(f"{d['name']} {d['lo']:g}..{d['hi']:g}" for d in o["space"]) + "."
+             + (f" The byte counter (rpg_byte_reset): {o['byte_counter_off']}."
+                if o.get("byte_counter_off") else ""),
              "", f"Rule: {o['rule']}.", ""]
     if o["recommended"] is None:
         lines += ["**No recommendation**: every point lost data.", ""]

@@ -75,6 +75,7 @@ def default_space(bottleneck_bps: float) -> list[Dimension]:
 
 
 WRED_FIELDS = ("kmin", "kmax_ratio", "pmax")
+BYTE_COUNTER = "rpg_byte_reset"
 
 
 def override(space: list[Dimension], bounds: list[str]) -> list[Dimension]:
@@ -105,6 +106,21 @@ def override(space: list[Dimension], bounds: list[str]) -> list[Dimension]:
         out[name] = (replace(old, lo=lo, hi=hi) if old else
                      Dimension(section, name, lo, hi, integer=integer))
     return list(out.values())
+
+
+def counter_off_too(points: list[dict], every_other: bool) -> list[dict]:
+    """The firmware's byte counter as a factor of two levels, the NICs' own and off
+    (``rpg_byte_reset`` 0), which no range can sample: 0 is off, not a small count. A
+    sample turns it off on every other point (p01, p03, ...: the sample's order is random,
+    so each level gets half the points, spread over the others' ranges); a grid runs every
+    combination with it both ways. Off is what lets DCQCN hold a fast port: at 400G the
+    firmware's 32767 B bring a byte stage every 0.65 us, each halving the gap back to the
+    rate before a cut, long before the next CNP (docs/tune.md, "The byte counter")."""
+    def off(point: dict) -> dict:
+        return {"wred": point["wred"], "dcqcn": {**point["dcqcn"], BYTE_COUNTER: 0}}
+    if every_other:
+        return [off(p) if i % 2 else p for i, p in enumerate(points)]
+    return [q for p in points for q in (p, off(p))]
 
 
 def sample(space: list[Dimension], n: int, seed: int) -> list[dict]:

@@ -15,10 +15,12 @@ from rocelab.checks import tune_report as rep
 from rocelab.checks.tune_apply import ApplyError, apply, copy_lab
 from rocelab.checks.tune_fanout import Store, key, lab_digest, run
 from rocelab.checks.tune_run import Task, measure
+from rocelab.checks.tune import plan
 from rocelab.checks.tune_space import (
-    SpaceError, default_space, grid, override, references, sample,
+    SpaceError, counter_off_too, default_space, grid, override, references, sample,
 )
 from rocelab.labs import topology
+from tests.conftest import copy_lab as copy_test_lab
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "topologies" / "roce-v2-leafspine" / "roce-v2-leafspine.clab.yml"
@@ -271,3 +273,38 @@ def test_tune_writes_the_recommendation_as_a_lab_copy_and_a_patch(capsys, tmp_pa
     else:
         assert patch == {"nic/default.yml": [{"op": "replace", "path": "/dcqcn/enabled",
                                               "value": False}]}
+
+
+# --- the byte counter as a factor --------------------------------------------------------------
+
+def test_the_byte_counter_is_off_on_every_other_sampled_point():
+    points = sample(default_space(400e9), 4, 0)
+    mixed = counter_off_too(points, every_other=True)
+    assert [p["dcqcn"].get("rpg_byte_reset") for p in mixed] == [None, 0, None, 0]
+    assert [{**p, "dcqcn": {k: v for k, v in p["dcqcn"].items() if k != "rpg_byte_reset"}}
+            for p in mixed] == points
+
+
+def test_a_grid_runs_each_point_with_the_byte_counter_and_without():
+    points = grid(default_space(100e9)[:2], 2)
+    both = counter_off_too(points, every_other=False)
+    assert len(both) == 2 * len(points)
+    assert [p["dcqcn"].get("rpg_byte_reset") for p in both] == [None, 0] * len(points)
+
+
+def test_the_plan_adds_the_factor_only_where_nics_count_bytes_and_no_bound_names_it(tmp_path):
+    """The default lab's NICs say ``rpg_byte_reset: 0``; its copy without the line runs the
+    firmware's 32767."""
+    assert not plan(str(LAB), points=2, scenarios=("incast",)).counter_off
+    clab = copy_test_lab(tmp_path)
+    nic = clab.parent / "nic" / "default.yml"
+    nic.write_text("".join(line for line in nic.read_text().splitlines(keepends=True)
+                           if "rpg_byte_reset" not in line))
+    factor = plan(str(clab), points=2, scenarios=("incast",))
+    assert [p["dcqcn"].get("rpg_byte_reset") for p in factor.points.values()][:2] == [None, 0]
+    assert factor.counter_off
+    pinned = plan(str(clab), points=2, scenarios=("incast",),
+                  bounds=["rpg_byte_reset=65536"])
+    assert {p["dcqcn"]["rpg_byte_reset"] for n, p in pinned.points.items()
+            if n in ("p00", "p01")} == {65536}
+    assert not pinned.counter_off
