@@ -86,7 +86,8 @@ def plan(spec: str, *, points: int = DEFAULT_POINTS, seed: int = 0, seeds: int =
     if counting(lab) and all(d.name != BYTE_COUNTER for d in space):
         chosen = counter_off_too(chosen, every_other=not levels)
         counter_off = ("each grid point as the NICs' files have it and off" if levels else
-                       "as the NICs' files have it on p00, p02, ..., off on p01, p03, ...")
+                       "as the NICs' files have it on the even points (p00, p02, ...), "
+                       "off on the odd ones (p01, p03, ...)")
     named = {f"p{i:02d}": p for i, p in enumerate(chosen)}
     refs = references(bps)
     check_points(lab.topology, [*named.values(), *refs.values()])
