@@ -205,7 +205,8 @@ def markdown(o: dict) -> str:
                   "`recommended/`.", ""]
         if o["recheck"] is not None:
             lines += [rechecked(o["recheck"]), ""]
-    lines += ["Beside it, the reference points (congestion.md):", "", *head]
+    lines += ["Beside it, the published reference points (docs/tune.md, \"Reference "
+              "points\"):", "", *head]
     beside = dict.fromkeys(n for n in [o["recommended"], *o["references"]] if n in rows)
     lines += [_row(rows[n], o["front"]) for n in beside]
     lines += ["", "Every point:", "", *head]

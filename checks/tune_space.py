@@ -1,8 +1,8 @@
 """What ``tune`` sweeps: the ECN marking band of the RoCE class's egress queue (WRED_PROFILE's
 Kmin, Kmax and Pmax) and the NIC's DCQCN reaction point (mlxconfig names), each between
 stated bounds, sampled as a seeded Latin hypercube (scipy's ``qmc``) or a grid; and the
-published settings every report measures beside the sweep (congestion.md, "DCQCN defaults
-and tuning guidance").
+published settings every report measures beside the sweep (docs/tune.md, "Reference
+points").
 
 Byte thresholds scale with the bottleneck's speed, as the published ones do (Alibaba's are
 given per 25G): the default bounds are stated per 25G of port speed and multiplied out for
@@ -156,8 +156,8 @@ def finish(point: dict) -> dict:
 
 
 def references(bottleneck_bps: float) -> dict[str, dict]:
-    """The published settings (congestion.md, "DCQCN defaults and tuning guidance"), the
-    NICs' DCQCN as the lab's files have it:
+    """The published settings (docs/tune.md, "Reference points"), the NICs' DCQCN as the
+    lab's files have it:
 
     - nvidia: the Onyx / Cumulus RoCE default, 150 KB / 1500 KB, probability 100 %;
     - alibaba: 100 KB / 400 KB per 25G scaled to the port speed, Pmax 20 %;
