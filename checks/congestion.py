@@ -32,7 +32,7 @@ from ..fabric.client import MIN_FRAMES_FOR_P99, closest, fidelity
 from ..fabric.config import SwitchConfig
 from ..fabric.qos import pg_of_tc, queue_of_tc, tc_of_dscp
 from ..labs.lab import Lab
-from ..labs.topology import Endpoint, Topology
+from ..labs.topology import Topology
 from ..nic.settings import NicSettings
 from ..traffic import patterns
 from ..nic.roce import PFC_DST
@@ -153,21 +153,30 @@ def converge(topo: Topology, receiver: str, senders: tuple[str, ...]
     that switch by one wire only, no faster than the one out (a leaf with one uplink and
     no sender of its own): then nothing queues there, and the congestion moves to the
     switch across that wire, at its port toward this one; and so on upstream."""
-    link = next(k for k in topo.links if receiver in (k.a.node, k.b.node))
-    out = link.b if link.a.node == receiver else link.a
-    seen = {out.node}
+    node, iface = attachment(topo, receiver)
+    seen = {node}
     while True:
-        wires = [(mine.iface, peer.node, peer.iface) for k in topo.links
-                 for mine, peer in ((k.a, k.b), (k.b, k.a))
-                 if mine.node == out.node and mine.iface != out.iface]
-        carry = [w for w in wires if w[1] in senders
-                 or (w[1] in topo.nodes and topo.nodes[w[1]].is_switch)]
-        if len(carry) != 1 or carry[0][1] in senders or carry[0][1] in seen \
-                or port_speed(topo, out.node, carry[0][0]) > port_speed(topo, out.node,
-                                                                        out.iface):
-            return out.node, out.iface, wires
-        out = Endpoint(carry[0][1], carry[0][2])
-        seen.add(out.node)
+        wires = [(i, p.node, p.iface) for i in topo.interfaces(node)
+                 if i != iface and (p := topo.peer(node, i)) is not None]
+        carry = [w for w in wires if w[1] in senders or topo.nodes[w[1]].is_switch]
+        if len(carry) != 1:
+            return node, iface, wires
+        up, peer, peer_iface = carry[0]
+        if peer in senders or peer in seen \
+                or port_speed(topo, node, up) > port_speed(topo, node, iface):
+            return node, iface, wires
+        node, iface = peer, peer_iface
+        seen.add(node)
+
+
+def attachment(topo: Topology, host: str) -> tuple[str, str] | None:
+    """(switch, switch interface) a host is wired to; None for an unwired host."""
+    for link in topo.links:
+        for mine, peer in ((link.a, link.b), (link.b, link.a)):
+            if mine.node == host and peer.node in topo.nodes \
+                    and topo.nodes[peer.node].is_switch:
+                return peer.node, peer.iface
+    return None
 
 
 def port_speed(topo: Topology, switch: str, iface: str) -> int:

@@ -42,10 +42,7 @@ def victim_of(lab, incast: cg.Incast) -> patterns.FlowSpec | None:
     topo = lab.topology
 
     def switch_of(host: str) -> str | None:
-        link = next((k for k in topo.links if host in (k.a.node, k.b.node)), None)
-        if link is None:
-            return None
-        return link.b.node if link.a.node == host else link.a.node
+        return (cg.attachment(topo, host) or (None, None))[0]
 
     local = [h for h in sorted(incast.senders) if switch_of(h) == incast.switch]
     remote = [h for h in sorted(incast.senders) if switch_of(h) != incast.switch]

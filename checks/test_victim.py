@@ -61,7 +61,7 @@ def measure(lab, incast: cg.Incast, victim: vm.Victim, folder, name: str, nic,
     links), each incast QP writing ``size``-byte messages; the victim's goodput and what
     the shared links saw."""
     remote = [h for h in victim.senders
-              if vm.attachment(lab.topology, h)[0] != incast.switch]
+              if cg.attachment(lab.topology, h)[0] != incast.switch]
     flows = patterns.incast(incast.receiver, remote, size, MESSAGES, QPS)
     mine = victim.flow(size * QPS, MESSAGES)
     out = folder / name

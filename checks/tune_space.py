@@ -81,7 +81,8 @@ BYTE_COUNTER = "rpg_byte_reset"
 def override(space: list[Dimension], bounds: list[str]) -> list[Dimension]:
     """``space`` with each ``NAME=LO:HI`` of ``bounds`` replacing a dimension's range or
     adding one (any mlxconfig DCQCN parameter), and ``NAME=VALUE`` pinning it (both ends
-    equal; 0 too, which turns off what says "0=DISABLED", the byte counter). NAME is a wred field (kmin, kmax_ratio, pmax) or a DCQCN parameter."""
+    equal; 0 too, which turns off what says "0=DISABLED", the byte counter). NAME is a wred
+    field (kmin, kmax_ratio, pmax) or a DCQCN parameter."""
     out = {d.name: d for d in space}
     for text in bounds:
         name, _, rng = text.partition("=")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .congestion import Incast, port_speed
+from .congestion import Incast, attachment, port_speed
 from ..labs.topology import Topology
 from ..traffic import patterns
 
@@ -40,16 +40,6 @@ class Victim:
 
     def flow(self, size: int, count: int) -> patterns.FlowSpec:
         return patterns.FlowSpec(self.src, self.dst, size, count, qp=VICTIM_QP)
-
-
-def attachment(topo: Topology, host: str) -> tuple[str, str] | None:
-    """(switch, switch interface) a host is wired to; None for an unwired host."""
-    for link in topo.links:
-        for mine, peer in ((link.a, link.b), (link.b, link.a)):
-            if mine.node == host and peer.node in topo.nodes \
-                    and topo.nodes[peer.node].is_switch:
-                return peer.node, peer.iface
-    return None
 
 
 def victim_of(topo: Topology, incast: Incast) -> Victim | None:
