@@ -193,7 +193,7 @@ def markdown(o: dict) -> str:
                 "incast)" if o["fraction"] != 1 else "") + ". Bounds: "
              + ", ".join(f"{d['name']} {d['lo']:g}..{d['hi']:g}" for d in o["space"]) + "."
              + (f" The byte counter (rpg_byte_reset): {o['byte_counter_off']}."
-                if o.get("byte_counter_off") else ""),
+                if o["byte_counter_off"] else ""),
              "", f"Rule: {o['rule']}.", ""]
     if o["recommended"] is None:
         lines += ["**No recommendation**: every point lost data.", ""]
