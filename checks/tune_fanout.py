@@ -2,8 +2,9 @@
 default) or on a Dask cluster (``dask.distributed``, given its address), resumable.
 
 Each result is stored as ``runs/<key>.json`` in the results folder, the key a hash of the
-lab's files (the clab file and every file it references), the point, the scenario and the
-seed: a rerun skips what is stored, and a changed lab or point never reuses a stale
+lab's files (the clab file and every file it references), the code (``code_digest``: the
+package's source, what simulates and measures a run), the point, the scenario and the
+seed: a rerun skips what is stored, and a changed lab, point or code never reuses a stale
 result. Why Dask and not Ray: docs/tune.md.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
+from functools import cache
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
@@ -24,6 +26,33 @@ from .tune_run import Task, measure
 from ..labs import topology
 
 KEY_VERSION = 1  # bump when a measure changes meaning: stored results then run again
+
+PACKAGE = Path(__file__).resolve().parent.parent  # the rocelab package (the repository root)
+NOT_RUN = {"tests", "bench", "cli", "tasks.py"}  # top-level parts of it no run executes
+
+
+@cache
+def code_digest() -> str:
+    """A hash of the code that decides a run's figures: every ``.py`` file of the package
+    (names relative to it, with ``/``, sorted, and contents), walking its subpackages (folders
+    with an ``__init__.py``, so not ``.venv``, ``results`` or ``__pycache__``) except
+    ``NOT_RUN``: the tests, the benchmarks and the CLI, which a run never imports. That is
+    the model, the simulator, the NIC, the traffic and the checks, a superset of what
+    ``tune_run.measure`` loads (changing an unused check costs a re-measure, never a stale
+    figure). Independent of where the package is (checkout or installed), of ``.pyc`` files
+    and of git; computed once per process."""
+    files = []
+    for folder, dirs, names in os.walk(PACKAGE):
+        here = Path(folder)
+        if here == PACKAGE:
+            dirs[:] = [d for d in dirs if d not in NOT_RUN]
+            names = [n for n in names if n not in NOT_RUN]
+        dirs[:] = [d for d in dirs if (here / d / "__init__.py").is_file()]
+        files += [here / n for n in names if n.endswith(".py")]
+    h = hashlib.sha256()
+    for rel, path in sorted((p.relative_to(PACKAGE).as_posix(), p) for p in files):
+        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def lab_digest(clab: str | Path) -> str:
@@ -38,10 +67,10 @@ def lab_digest(clab: str | Path) -> str:
 
 
 def key(task: Task, digest: str) -> str:
-    """The stored result's key: the lab's files, the point, the scenario, the seed (and the
-    fraction of the scenario run, when not all of it)."""
-    what = {"v": KEY_VERSION, "lab": digest, "point": task.point, "scenario": task.scenario,
-            "seed": task.seed}
+    """The stored result's key: the lab's files, the code (``code_digest``), the point, the
+    scenario, the seed (and the fraction of the scenario run, when not all of it)."""
+    what = {"v": KEY_VERSION, "lab": digest, "code": code_digest(), "point": task.point,
+            "scenario": task.scenario, "seed": task.seed}
     if task.fraction != 1:  # a quick look is another measurement (whole ones keep their key)
         what["fraction"] = task.fraction
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]

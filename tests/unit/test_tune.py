@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ import yaml
 from rocelab.checks import congestion as cg
 from rocelab.checks import tune_report as rep
 from rocelab.checks.tune_apply import ApplyError, apply, copy_lab
-from rocelab.checks.tune_fanout import Store, key, lab_digest, run
+from rocelab.checks import tune_fanout
+from rocelab.checks.tune_fanout import Store, code_digest, key, lab_digest, run
 from rocelab.checks.tune_run import Task, measure
 from rocelab.checks.tune import plan
 from rocelab.checks.tune_space import (
@@ -191,6 +193,40 @@ def test_the_key_changes_with_the_lab_the_point_and_the_seed(tmp_path):
     assert len({key(t, digest) for t in (task, other, reseeded, quick)}) == 4
     apply(topo, clab, {"wred": {}, "dcqcn": {"rpg_ai_rate": 6}})
     assert lab_digest(clab) != digest
+
+
+def test_the_key_changes_with_the_code(monkeypatch):
+    """A result measured by other code is not reused: the key carries ``code_digest``."""
+    task = Task(str(LAB), "x", {"wred": {"kmin": 1}, "dcqcn": {}}, "incast", 0)
+    digest = lab_digest(LAB)
+    before = key(task, digest)
+    monkeypatch.setattr(tune_fanout, "code_digest", lambda: "other code")
+    assert key(task, digest) != before
+
+
+def test_the_code_digest_is_the_run_code_wherever_it_is(tmp_path, monkeypatch):
+    """The same sources elsewhere give the same digest; a change to any of them (the
+    simulator's, the model's, the checks') another; tests, the CLI, the benchmarks, .pyc
+    files and folders that are no subpackage (a virtualenv) do not count."""
+    package = tune_fanout.PACKAGE
+    copy = tmp_path / "elsewhere" / "rocelab"
+    copy.mkdir(parents=True)
+    shutil.copy(package / "__init__.py", copy)
+    for folder in ("checks", "fabric", "labs", "nic", "traffic"):
+        shutil.copytree(package / folder, copy / folder,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    digest = tune_fanout.code_digest.__wrapped__  # the uncached function
+    assert code_digest() == digest()
+    monkeypatch.setattr(tune_fanout, "PACKAGE", copy)
+    assert digest() == code_digest()
+    for ignored in ("tests/unit/test_x.py", "cli/x.py", "bench/x.py", "tasks.py",
+                    ".venv/lib/x.py", "labs/__pycache__/sim.cpython-311.pyc"):
+        (copy / ignored).parent.mkdir(parents=True, exist_ok=True)
+        (copy / ignored).write_text("x = 1\n")
+    assert digest() == code_digest()
+    sim = copy / "labs" / "sim" / "engine.py"
+    sim.write_text(sim.read_text() + "\n# changed\n")
+    assert digest() != code_digest()
 
 
 @pytest.fixture(scope="module")
