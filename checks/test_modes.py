@@ -39,14 +39,8 @@ def victim_of(lab, incast: cg.Incast) -> patterns.FlowSpec | None:
     """A flow from a sender on another switch to a host of the congested switch that is
     not the receiver: it shares the paused links into the switch and nothing else (its
     sender sends nothing else, so it is left out of the incast)."""
-    topo = lab.topology
-
-    def switch_of(host: str) -> str | None:
-        return (cg.attachment(topo, host) or (None, None))[0]
-
-    local = [h for h in sorted(incast.senders) if switch_of(h) == incast.switch]
-    remote = [h for h in sorted(incast.senders) if switch_of(h) != incast.switch]
-    if not local or len(remote) < 2:
+    local, remote = vm.sides(lab.topology, incast)
+    if not local or len(remote) < 2:  # vm.no_victim says why
         return None
     # as much as one incast sender sends: it is on the wire for the whole incast
     size = incast.message_size(QPS, MESSAGES, cg.roce_mtu(lab, incast)) * QPS
@@ -122,8 +116,8 @@ def modes(lab, incast, results):
     """Every mode measured once; PFC alone (DCQCN off) too, for the victim check."""
     victim = victim_of(lab, incast)
     if victim is None:
-        pytest.skip(f"no host on {incast.switch} besides {incast.receiver} and one elsewhere: "
-                    "no victim flow in this lab")
+        pytest.skip(f"lab {lab.name}: every mode runs the incast with a victim flow, and "
+                    f"there is none: {vm.no_victim(lab.topology, incast)}")
     folder = results / "modes"
     folder.mkdir(exist_ok=True)
     scenario = vm.victim_of(lab.topology, incast)

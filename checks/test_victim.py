@@ -43,8 +43,7 @@ def scenario(lab):
         pytest.skip(str(e))
     victim = vm.victim_of(lab.topology, incast)
     if victim is None:
-        pytest.skip(f"lab {lab.name}: no host on {incast.switch} besides {incast.receiver} "
-                    "and two senders elsewhere: no victim flow")
+        pytest.skip(f"lab {lab.name}: {vm.no_victim(lab.topology, incast)}")
     if not victim.pause_only:
         pytest.skip(f"lab {lab.name}: the victim {victim.src}->{victim.dst} is not pause-only "
                     f"({victim.why}): run it on pfc-victim")

@@ -42,13 +42,46 @@ class Victim:
         return patterns.FlowSpec(self.src, self.dst, size, count, qp=VICTIM_QP)
 
 
+def sides(topo: Topology, incast: Incast) -> tuple[list[str], list[str]]:
+    """The incast's senders wired to the congested switch, and those wired elsewhere (each
+    by name): a victim flow goes from one of the second to one of the first."""
+    where = {h: attachment(topo, h) for h in incast.senders}
+    return (sorted(h for h, at in where.items() if at and at[0] == incast.switch),
+            sorted(h for h, at in where.items() if at and at[0] != incast.switch))
+
+
+def no_victim(topo: Topology, incast: Incast) -> str | None:
+    """Why the lab has no victim flow (``victim_of`` is None), None when it has one. True
+    for any congested switch: the receiver's leaf, or a spine where leaves with one uplink
+    meet (``congestion.converge``), which has no host wired to it at all."""
+    local, remote = sides(topo, incast)
+    switch, receiver = incast.switch, incast.receiver
+    why = []
+    if not local:
+        at = attachment(topo, receiver)
+        besides = (f"besides the receiver {receiver}" if at and at[0] == switch
+                   else f"(the receiver {receiver} is on {at[0] if at else 'no switch'})")
+        wired = sorted(h.name for h in topo.hosts if h.name != receiver
+                       and (attachment(topo, h.name) or ("",))[0] == switch)
+        unreached = f": {', '.join(wired)} there do not reach {receiver}" if wired else ""
+        why.append(f"{switch}, where the incast congests, has no host wired to it {besides} "
+                   f"to receive a victim flow, one that meets the incast only on the links "
+                   f"into {switch}{unreached}")
+    if len(remote) < 2:
+        why.append(f"{len(remote)} sender(s) elsewhere than {switch} "
+                   f"({', '.join(remote) or 'none'}), and a victim needs two: its own sender "
+                   f"leaves the incast, and another must keep loading the links into "
+                   f"{switch} for PFC to pause them")
+    return "; ".join(why) or None
+
+
 def victim_of(topo: Topology, incast: Incast) -> Victim | None:
     """The lab's victim: the first remote incast sender (by name) sends to the first host of
     the congested switch (by name) that is neither the receiver nor unwired. None when the
-    lab has no such pair or too few remote senders to congest anything without it."""
+    lab has no such pair or too few remote senders to congest anything without it
+    (``no_victim`` says which)."""
     where = {h: attachment(topo, h) for h in incast.senders}
-    local = sorted(h for h, at in where.items() if at and at[0] == incast.switch)
-    remote = sorted(h for h, at in where.items() if at and at[0] != incast.switch)
+    local, remote = sides(topo, incast)
     if not local or len(remote) < 2:
         return None
     src, dst = remote[0], local[0]
