@@ -63,10 +63,12 @@ def no_victim(topo: Topology, incast: Incast) -> str | None:
                    else f"(the receiver {receiver} is on {at[0] if at else 'no switch'})")
         wired = sorted(h.name for h in topo.hosts if h.name != receiver
                        and (attachment(topo, h.name) or ("",))[0] == switch)
-        unreached = f": {', '.join(wired)} there do not reach {receiver}" if wired else ""
+        if wired:  # hosts there, but none of them sends to the receiver: unreachable
+            besides = (f"that reaches the receiver {receiver} ({', '.join(wired)} there "
+                       "do not)")
         why.append(f"{switch}, where the incast congests, has no host wired to it {besides} "
                    f"to receive a victim flow, one that meets the incast only on the links "
-                   f"into {switch}{unreached}")
+                   f"into {switch}")
     if len(remote) < 2:
         why.append(f"{len(remote)} sender(s) elsewhere than {switch} "
                    f"({', '.join(remote) or 'none'}), and a victim needs two: its own sender "
