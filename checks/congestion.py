@@ -37,7 +37,8 @@ from ..nic.settings import NicSettings
 from ..traffic import patterns
 from ..nic.roce import PFC_DST
 
-TRACE_INTERVAL_MS = 2.0
+TRACE_INTERVAL_MS = 2.0  # wall ms between a switch trace's samples (fabric time / S), ...
+TRACE_POINTS = 20_000  # ... or longer, so that a scenario's line-rate time holds this many
 OVERLOAD = 1.5
 TIME_LIMIT_X = 4  # a run's time limit, in times its bytes take at line rate
 # the congestion checks' incast: QPS QPs per sender, each writing MESSAGES messages
@@ -127,13 +128,31 @@ def bottleneck_bps(lab: Lab, incast: Incast) -> float:
     return lab.topology.nodes[incast.switch].config.ports[incast.port].speed_mbps * 1e6
 
 
+def line_span(lab: Lab, incast: Incast, bits: float) -> float:
+    """Wall seconds (live; the simulator runs the same span of fabric time) that ``bits``
+    take through the bottleneck at its line rate: the shortest such a run can be."""
+    return fabric_wall(lab.topology, bits / bottleneck_bps(lab, incast))
+
+
 def time_limit(lab: Lab, incast: Incast, bits: float, at_least_s: float) -> float:
-    """Wall seconds (live; the simulator runs the same span of fabric time) for a run of
-    ``bits`` into the bottleneck: TIME_LIMIT_X times their line rate time, never less than
-    ``at_least_s``. Incasts are sized from the lab's buffers, so a fixed limit would cut a
-    large buffer's short; an unfinished run leaves its backlog under the next check."""
-    return max(at_least_s, fabric_wall(lab.topology,
-                                       TIME_LIMIT_X * bits / bottleneck_bps(lab, incast)))
+    """Wall seconds for a run of ``bits`` into the bottleneck: TIME_LIMIT_X times their
+    ``line_span``, never less than ``at_least_s``. Incasts are sized from the lab's buffers,
+    so a fixed limit would cut a large buffer's short; an unfinished run leaves its backlog
+    under the next check."""
+    return max(at_least_s, TIME_LIMIT_X * line_span(lab, incast, bits))
+
+
+def trace_interval_ms(span_s: float | None) -> float:
+    """The switch traces' sample interval for a scenario whose traffic takes ``span_s``
+    wall seconds at line rate (``line_span``; None: not known): TRACE_INTERVAL_MS, or
+    longer so that span holds TRACE_POINTS samples. A plot shows no more, and a trace costs
+    the simulator a sample of every port of every busy switch: a 255:1 incast at 400G
+    (``sizing-256``, 24 ms of fabric time at S = 12000) took 147 k samples of 64 ports on
+    its congested leaf, 1.2 GB of traces for one check, and sampling and reading them back
+    took seven tenths of its time. The verdicts read counters, never a trace."""
+    if span_s is None:
+        return TRACE_INTERVAL_MS
+    return max(TRACE_INTERVAL_MS, span_s * 1e3 / TRACE_POINTS)
 
 
 def flow_bits(flows: list[patterns.FlowSpec]) -> int:
@@ -335,10 +354,12 @@ class Run(Observation):
 
 
 @contextmanager
-def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Observation]:
+def observe(lab: Lab, out: Path, wires: list[tuple[str, str]],
+            span_s: float | None = None) -> Iterator[Observation]:
     """Observe the block: every switch's fidelity figures cleared (the scenario is judged
-    by its own), counters read, traces running, PFC captured on ``wires`` (filtered in the
-    kernel: reading a busy wire in Python would cost the agents their fidelity)."""
+    by its own), counters read, traces running (``trace_interval_ms`` of ``span_s``, the
+    scenario's ``line_span``), PFC captured on ``wires`` (filtered in the kernel: reading a
+    busy wire in Python would cost the agents their fidelity)."""
     out.mkdir(parents=True, exist_ok=True)
     switches = [s.name for s in lab.topology.switches]
     for s in switches:
@@ -346,7 +367,7 @@ def observe(lab: Lab, out: Path, wires: list[tuple[str, str]]) -> Iterator[Obser
     seen = Observation(out, {s: lab.agent(s).counters() for s in switches},
                        {s: out / f"trace-{s}.jsonl" for s in switches})
     for s in switches:
-        lab.agent(s).trace_start(seen.traces[s], interval_ms=TRACE_INTERVAL_MS)
+        lab.agent(s).trace_start(seen.traces[s], interval_ms=trace_interval_ms(span_s))
     try:
         with lab.capture(where=wires, pcap_dir=out / "pcap", bpf=PFC_ONLY,
                          match=lambda f: f[:6] == PFC_DST_BYTES) as capture:
@@ -407,7 +428,8 @@ def _run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int,
         nic = {**(nic or {}), "*": {**every, "roce": {**every.get("roce", {}), "dscp": dscp}}}
     flows = flows or patterns.incast(incast.receiver, list(incast.senders), size, count, qps)
     startup: dict[str, dict] = {}
-    with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream]) as seen:
+    span = line_span(lab, incast, flow_bits(flows))
+    with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream], span) as seen:
         running = patterns.start(lab, flows, pattern="incast", timeout_s=timeout_s, nic=nic)
         if startup_s and running.started():  # the start-up counts from the flows' go
             lab.wait(lab.wall_s(startup_s * lab.node_time_scale(incast.receiver)))

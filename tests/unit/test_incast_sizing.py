@@ -135,6 +135,20 @@ def test_the_default_labs_incast_is_sized_by_its_lossless_pg():
     assert cg.time_limit(simulated("roce-v2-leafspine"), incast, bits, 90.0) == 90.0
 
 
+def test_a_trace_samples_at_its_interval_unless_the_scenario_outlasts_a_plots_points():
+    """The default lab's incasts keep the 2 ms wall interval; a scenario whose traffic
+    takes longer than TRACE_POINTS of those at line rate is sampled TRACE_POINTS times."""
+    lab = simulated("roce-v2-leafspine")
+    incast = cg.incast_of(lab)
+    for load in (cg.load(lab, incast), cg.ecn_load(lab, incast)):
+        span = cg.line_span(lab, incast, cg.volume_bits(incast, load.qps, load.size))
+        assert span * 1e3 / cg.TRACE_INTERVAL_MS < cg.TRACE_POINTS
+        assert cg.trace_interval_ms(span) == cg.TRACE_INTERVAL_MS
+    long = cg.TRACE_POINTS * cg.TRACE_INTERVAL_MS / 1e3 * 7
+    assert cg.trace_interval_ms(long) == pytest.approx(7 * cg.TRACE_INTERVAL_MS)
+    assert cg.trace_interval_ms(None) == cg.TRACE_INTERVAL_MS
+
+
 def test_a_lossy_class_is_sized_by_its_tighter_limit_the_egress_queue():
     incast = cg.incast_of(simulated("roce-v2-leafspine"))
     config = load_config(LEAF)
