@@ -116,7 +116,9 @@ class Trace:
     holds everything). Readers carry the last state forward (``checks.plots.load_trace``).
     Under congestion most ports of a switch hold still from one sample to the next, and a
     simulated check run writes a hundred thousand samples: this halves what is encoded,
-    written and parsed again for the plots, with nothing lost.
+    written and parsed again for the plots, with nothing lost. Nor are those ports read:
+    each sample looks only at the ports the switch says may have moved
+    (``Switch.sample_moved``).
 
     The event loop takes the samples (``poll``) between frames, so a sample never races
     the model; the file is written through a large buffer so a sample costs a ``json.dumps``
@@ -160,8 +162,8 @@ class Trace:
         if now - self.started >= self.max_seconds:
             self.close(now, "max_seconds")
             return False
-        state = self.switch.sample(now, self.ports)
         last = self.last_ports
+        state = self.switch.sample_moved(now, self.ports, everything=not last)
         changed = {name: entry for name, entry in state["ports"].items()
                    if last.get(name) != entry}
         line = {"t": round(now - self.started, 9), "ports": changed}

@@ -164,6 +164,10 @@ class Switch(SwitchReport):
         self._own_timer: float | None = None
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
         self._touched: set[str] = set()  # ports whose send schedule may have moved earlier
+        # ports whose sampled state (queues, PGs, XOFF, pauses received) may have moved since
+        # the last ``sample_moved``, and those it found paused (their pause counts down)
+        self._moved: set[str] = set()
+        self._paused: set[str] = set()
         self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
         # the frame being received holds these bytes: (PG buffer, bytes, its class tuple,
         # which its forwarded copies carry as such)
@@ -236,6 +240,7 @@ class Switch(SwitchReport):
             self._next_sweep = now + FDB_SWEEP_INTERVAL_S
         self._transmit(out, None, now)
         self._timers_moved = True
+        self._moved.update(self._ports)  # a watchdog may have cut a pause short
         for port in self._ports.values():
             for sender in port.pfc:
                 if sender is not None and sender.xoff:
@@ -295,6 +300,7 @@ class Switch(SwitchReport):
         if got is None:
             return None
         frame, charge, queue = got
+        self._moved.add(port)
         egress = state.egress
         held = egress.buffers[queue]
         if held is not None:
@@ -446,6 +452,7 @@ class Switch(SwitchReport):
         counters.pg_rx_bytes[pg] += size
         buffer = port.pgs[pg]
         admission = buffer.admit(size, now)
+        self._moved.add(port.name)
         if admission is not ADMITTED:  # the usual answer; the others may pause or drop
             if admission.xoff:
                 sender = port.pfc[pg]
@@ -540,6 +547,7 @@ class Switch(SwitchReport):
         else:
             port.egress.pause.on_pause(quanta[0], now)
         self._touched.add(port.name)
+        self._moved.add(port.name)
         return FLOW_CONTROL
 
     def _send_pfc(self, port: PortState, quanta: dict[int, int], sender: PfcSender) -> None:
@@ -596,6 +604,7 @@ class Switch(SwitchReport):
                                                  charge if cls is mine else None, now)
                         self._backlogged[port.name] = port
                         self._touched.add(port.name)
+                        self._moved.add(port.name)
                         continue
                     egress.count_drop(QUEUE_LIMIT, queue)
                 else:
@@ -624,12 +633,14 @@ class Switch(SwitchReport):
         """A received frame's last copy is gone: its bytes leave its PG, and PGs that fall
         back to XON resume their upstream (PFC quanta 0)."""
         buffer.release(nbytes)
+        self._moved.add(buffer.port)
         if buffer.pool.in_xoff:  # else no PG of the pool to resume: the per-frame case
             self._resume(buffer.pool, now)
 
     def _resume(self, pool: SharedPool, now: float) -> None:
         """Bytes left ``pool``: its PGs in XOFF that may resume send XON (PFC quanta 0)."""
         for resumed in self._buffers.resume(pool, now):
+            self._moved.add(resumed.port)
             port = self._ports[resumed.port]
             sender = port.pfc[resumed.pg]
             self._send_pfc(port, sender.set_xon(now), sender)
@@ -648,6 +659,7 @@ class Switch(SwitchReport):
         dropped = port.egress.scheduler.flush(queue)
         if not dropped:
             return
+        self._moved.add(port.name)
         port.egress.count_drop(reason, queue, len(dropped))
         held = port.egress.buffers[queue]
         for frame, charge in dropped:

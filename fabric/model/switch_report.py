@@ -32,6 +32,8 @@ class SwitchReport:
     _egress_pools: dict[str, EgressPool | SharedPool]
     _router: Router
     _router6: Router6
+    _moved: set[str]
+    _paused: set[str]
 
     def clear_fidelity(self) -> None:
         """Start the fidelity figures afresh (scheduler lateness, bytes after XOFF), as
@@ -101,6 +103,22 @@ class SwitchReport:
         return {"ports": {name: self._port_sample(self._ports[name], now) for name in names},
                 "pools": {name: {"used": pool.used, "headroom_used": pool.headroom_used}
                           for name, pool in self._buffers.pools.items()}}
+
+    def sample_moved(self, now: float, ports: list[str], everything: bool = False) -> dict:
+        """``sample`` of those of ``ports`` whose state may have moved since the last call
+        (``everything``: all of them, as a trace's first line): a frame admitted to or freed
+        from one of their PGs, queued or sent, a pause received, a timer run, or a pause
+        still running at the last call (it counts down). What a trace takes every interval:
+        a busy switch of 64 ports moves a few between two samples, and sampling every port
+        cost the simulator four tenths of a 256-host incast."""
+        moved, self._moved = self._moved, set()
+        if not everything:
+            moved |= self._paused
+            ports = [name for name in ports if name in moved]
+        sample = self.sample(now, ports)
+        self._paused = {name for name, entry in sample["ports"].items()
+                        if any(entry["pause_s"])}
+        return sample
 
     @staticmethod
     def _port_sample(port: PortState, now: float) -> dict:
