@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 PRIORITIES = range(8)
 PIXELS = 2000  # twice the x axis of a 10-inch figure at 100 dpi: half a pixel is 1/PIXELS
+PAUSE_ROWS = 48  # (node, port, priority) rows a pause timeline draws at most
 PG_WORDS = ("PG", "XOFF", "XON", "HEADROOM")  # a threshold naming one of these is ingress
 
 
@@ -118,6 +119,18 @@ def paused_rows(traces: list[tuple[dict, list[dict]]]
     return rows
 
 
+def longest_paused(rows: list[tuple[str, list[tuple[float, float]]]]
+                   ) -> tuple[list[tuple[str, list[tuple[float, float]]]], int]:
+    """At most PAUSE_ROWS of ``rows`` (``paused_rows``), those paused longest in all, in
+    their order, and how many there were: a 255:1 incast pauses every sender's link, a
+    figure 11,000 pixels tall, and a 1023:1 one would be four times that."""
+    if len(rows) <= PAUSE_ROWS:
+        return rows, len(rows)
+    longest = sorted(range(len(rows)), key=lambda i: -sum(w for _, w in rows[i][1]))
+    kept = sorted(longest[:PAUSE_ROWS])
+    return [rows[i] for i in kept], len(rows)
+
+
 def threshold_axis(label: str) -> str:
     """"pg" for an ingress threshold (XOFF, XON, headroom, PG...), "queue" otherwise (ECN)."""
     return "pg" if any(word in label.upper() for word in PG_WORDS) else "queue"
@@ -201,13 +214,16 @@ def pause_timeline(traces: list[tuple[dict, list[dict]]], out_png: str | Path) -
     """When each (node, port, priority) had its egress paused by received PFC, one row each,
     from loaded traces (``load_trace``); a run without any pause still gets a figure that
     says so."""
-    rows = paused_rows(traces)
+    rows, paused = longest_paused(paused_rows(traces))
     end = max((start + width for _, spans in rows for start, width in spans), default=0.0)
     gap = end / PIXELS  # half a pixel of the x axis
     scales = sorted({header["time_scale"] for header, _ in traces})
     fig = Figure(figsize=(10, max(3.0, 1.0 + 0.45 * len(rows))), layout="constrained")
     ax = fig.subplots()
     note = ", ".join(scale_note(s) for s in scales) or "no trace"
+    if paused > len(rows):
+        note += (f"\nthe {len(rows)} of {paused} paused (port, priority) pairs paused longest; "
+                 "every pair's pauses are in the traces and counters")
     fig.suptitle(f"PFC pause timeline (egress paused by received PFC)\n{note}")
     if not rows:
         _empty(ax, "no PFC pause during the run")

@@ -156,3 +156,15 @@ def test_flow_plot_writes_a_png(tmp_path):
              flow("h3->h1", 15e6, [])]
     assert is_png(plots.flow_plot(flows, tmp_path / "f.png"))
     assert is_png(plots.flow_plot([], tmp_path / "none.png"))
+
+
+def test_a_pause_timeline_of_many_paused_ports_draws_those_paused_longest():
+    rows = [(f"leaf1 Ethernet{i} P3", [(0.0, 0.001 * (i % 7 + 1))])
+            for i in range(plots.PAUSE_ROWS + 20)]
+    kept, paused = plots.longest_paused(rows)
+    assert paused == len(rows) and len(kept) == plots.PAUSE_ROWS
+    shortest_kept = min(sum(w for _, w in spans) for _, spans in kept)
+    assert all(sum(w for _, w in spans) <= shortest_kept for row in rows if row not in kept
+               for _, spans in [row])
+    assert kept == [row for row in rows if row in kept]  # in their order
+    assert plots.longest_paused(rows[:3]) == (rows[:3], 3)
