@@ -242,11 +242,24 @@ def pause_timeline(traces: list[tuple[dict, list[dict]]], out_png: str | Path) -
 
 
 FLOWS_LABELLED = 4  # flows whose bars carry their rate in words
+FLOWS_NAMED = 16  # flows drawn one by one, named; more are ranked (``flows_drawn``)
+
+
+def flows_drawn(flows: list[dict]) -> list[int]:
+    """The flows whose sending rate is drawn, by index: all of up to FLOWS_NAMED; of more
+    (a 255:1 incast has 1020 QPs), FLOWS_NAMED spread evenly over their goodput ranking,
+    the slowest and the fastest among them, slowest first."""
+    ranked = sorted(range(len(flows)), key=lambda i: flows[i]["goodput_bps"])
+    if len(flows) <= FLOWS_NAMED:
+        return list(range(len(flows)))
+    last = len(ranked) - 1
+    return [ranked[round(k * last / (FLOWS_NAMED - 1))] for k in range(FLOWS_NAMED)]
 
 
 def flow_plot(flows: list[dict], out_png: str | Path) -> Path:
     """Per-flow goodput (bars, labelled with the real-fabric equivalent) and sending rate
-    over time (one line per flow), both on the emulated wire."""
+    over time (one line per flow), both on the emulated wire. Past FLOWS_NAMED flows the
+    bars are ranked by goodput, unnamed, and the rates drawn are ``flows_drawn``'s."""
     fig = Figure(figsize=(10, 8), layout="constrained")
     bar_ax, rate_ax = fig.subplots(2, 1)
     scale = flows[0]["time_scale"] if flows else None
@@ -256,23 +269,34 @@ def flow_plot(flows: list[dict], out_png: str | Path) -> Path:
         _empty(bar_ax, "no flows")
         _empty(rate_ax, "no flows")
         return _save(fig, out_png)
-    names = [f"{f['name']}\n{f['retransmitted']} retx, {f['cnps_received']} CNPs"
-             for f in flows]
-    bars = bar_ax.bar(range(len(flows)), [f["goodput_bps"] / 1e6 for f in flows],
-                      color=[f"C{i % 10}" for i in range(len(flows))])
-    bar_ax.set_xticks(range(len(flows)), names, fontsize=8,
-                      rotation=0 if len(flows) <= FLOWS_LABELLED else 45, ha="right"
-                      if len(flows) > FLOWS_LABELLED else "center")
-    if len(flows) <= FLOWS_LABELLED:  # beyond that the labels overlap; the axis tells
-        bar_ax.bar_label(bars, [goodput_label(f) for f in flows], fontsize=8)
+    drawn = flows_drawn(flows)
+    if len(flows) <= FLOWS_NAMED:
+        names = [f"{f['name']}\n{f['retransmitted']} retx, {f['cnps_received']} CNPs"
+                 for f in flows]
+        bars = bar_ax.bar(range(len(flows)), [f["goodput_bps"] / 1e6 for f in flows],
+                          color=[f"C{i % 10}" for i in range(len(flows))])
+        bar_ax.set_xticks(range(len(flows)), names, fontsize=8,
+                          rotation=0 if len(flows) <= FLOWS_LABELLED else 45, ha="right"
+                          if len(flows) > FLOWS_LABELLED else "center")
+        if len(flows) <= FLOWS_LABELLED:  # beyond that the labels overlap; the axis tells
+            bar_ax.bar_label(bars, [goodput_label(f) for f in flows], fontsize=8)
+        bar_ax.set_title("goodput per flow")
+    else:
+        ranked = sorted(f["goodput_bps"] / 1e6 for f in flows)
+        bar_ax.bar(range(len(flows)), ranked, width=1.0, color="C0")
+        bar_ax.set_xlabel("flows, slowest to fastest")
+        bar_ax.set_title(f"goodput per flow: {len(flows)} flows ranked "
+                         f"({sum(f['retransmitted'] for f in flows)} retx, "
+                         f"{sum(f['cnps_received'] for f in flows)} CNPs in all)")
     bar_ax.set_ylabel("goodput (Mb/s emulated)")
-    bar_ax.set_title("goodput per flow")
     bar_ax.margins(y=0.2)
-    for i, flow in enumerate(flows):
-        series = flow.get("rate_series") or []
+    for k, i in enumerate(drawn):
+        series = flows[i].get("rate_series") or []
         rate_ax.plot([t * 1e3 for t, _ in series], [r / 1e6 for _, r in series],
-                     color=f"C{i % 10}", label=flow["name"])
-    rate_ax.set_title("sending rate (DCQCN)")
+                     color=f"C{k % 10}", label=flows[i]["name"])
+    rate_ax.set_title("sending rate (DCQCN)" if len(drawn) == len(flows) else
+                      f"sending rate (DCQCN): {len(drawn)} of {len(flows)} flows, from the "
+                      "slowest to the fastest")
     rate_ax.set_xlabel("wall time since flow start (ms)")
     rate_ax.set_ylabel("rate (Mb/s emulated)")
     rate_ax.secondary_yaxis("right", functions=(lambda v: v * scale / 1e3,

@@ -168,3 +168,17 @@ def test_a_pause_timeline_of_many_paused_ports_draws_those_paused_longest():
                for _, spans in [row])
     assert kept == [row for row in rows if row in kept]  # in their order
     assert plots.longest_paused(rows[:3]) == (rows[:3], 3)
+
+
+def test_a_plot_of_many_flows_draws_the_rates_of_a_spread_from_slowest_to_fastest(tmp_path):
+    flows = [{"name": f"h{i}->h1#0", "goodput_bps": 1e6 * ((i * 37) % 100 + 1),
+              "retransmitted": 0, "cnps_received": i, "time_scale": 1.0,
+              "rate_series": [[0.0, 4e11], [1e-3, 2e11]]} for i in range(100)]
+    drawn = plots.flows_drawn(flows)
+    rates = [flows[i]["goodput_bps"] for i in drawn]
+    assert len(drawn) == plots.FLOWS_NAMED == len(set(drawn))
+    assert rates == sorted(rates)
+    assert rates[0] == min(f["goodput_bps"] for f in flows)
+    assert rates[-1] == max(f["goodput_bps"] for f in flows)
+    assert plots.flows_drawn(flows[:5]) == [0, 1, 2, 3, 4]  # few: every one, in order
+    assert is_png(plots.flow_plot(flows, tmp_path / "many.png"))
