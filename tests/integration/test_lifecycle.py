@@ -125,8 +125,16 @@ def test_a_check_that_brings_the_lab_up_records_what_it_deployed(tmp_path):
     assert traces(name) == NOTHING
 
 
+# The check awaits its interrupt on the signal module's wakeup fd, not in a timed wait:
+# CPython runs a signal's handler only between bytecodes, so a SIGINT that lands after the
+# last check and before a blocking call (an Event's timed lock wait) has started is seen only
+# when that call returns, 120 s later (under CPU load, a few in a thousand such waits). The
+# handler writes the signal's byte into the pipe whenever the signal came, and select
+# returns at once on it.
 VARIANT_CHECK = """
-import threading
+import os
+import select
+import signal
 from rocelab.checks import congestion as cg
 from rocelab.checks import variants
 from rocelab.labs import actions
@@ -134,9 +142,12 @@ from rocelab.labs import live
 
 def test_variant(tmp_path):
     lab = live.running({lab!r})
+    readable, writable = os.pipe()
+    os.set_blocking(writable, False)
     with variants.variant(lab, "nopfc", tmp_path, actions.without_pfc) as other:
+        signal.set_wakeup_fd(writable)
         print("VARIANT_UP", other.name, flush=True)
-        threading.Event().wait(120)
+        select.select([readable], [], [], 120)
 """
 RUNNER = """
 import sys
