@@ -167,7 +167,9 @@ def _pytest(argv: list[str], say: Callable[[str], None]) -> int:
 
     def forward(signum: int, frame) -> None:
         received.append(signum)
-        if len(received) == 1 and started:
+        # raised only while pytest runs, so only in the loop that catches it: before pytest
+        # started, the loop forwards what arrived; once it has exited, Interrupted is raised
+        if len(received) == 1 and started and started[0].poll() is None:
             started[0].send_signal(signal.SIGINT)
             raise Forwarded
         if len(received) > 1:
@@ -181,12 +183,15 @@ def _pytest(argv: list[str], say: Callable[[str], None]) -> int:
     deadline = None
     try:
         proc = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
-        started.append(proc)
-        if received:  # arrived while pytest was starting
-            proc.send_signal(signal.SIGINT)
-            deadline = time.monotonic() + TEARDOWN_TIMEOUT_S
         while True:
             try:
+                # inside this try: from the moment pytest is in `started`, a signal makes
+                # `forward` raise Forwarded, at whatever line it lands
+                if not started:
+                    started.append(proc)
+                    if received:  # arrived while pytest was starting
+                        proc.send_signal(signal.SIGINT)
+                        raise Forwarded
                 code = proc.wait(None if deadline is None
                                  else max(0.0, deadline - time.monotonic()))
                 break
