@@ -251,8 +251,11 @@ class Observation:
             self.loaded[switch] = plots.load_trace(self.traces[switch])
         return self.loaded[switch]
 
-    def all_traces(self) -> list[tuple[dict, list[dict]]]:
-        return [self.trace(switch) for switch in self.traces]
+    def all_traces(self) -> Iterator[tuple[dict, list[dict]]]:
+        """Every switch's trace, one at a time: those read already as they are, the others
+        read and let go (a 1024-host fabric's traces would not fit in memory together)."""
+        for switch, path in self.traces.items():
+            yield self.loaded.get(switch) or plots.load_trace(path)
 
 
 @dataclass(kw_only=True)

@@ -100,23 +100,23 @@ def joined(spans: list[tuple[float, float]], gap: float) -> list[tuple[float, fl
     return out
 
 
-def paused_rows(traces: list[tuple[dict, list[dict]]]
-                ) -> list[tuple[str, list[tuple[float, float]]]]:
+def paused_rows(traces: Iterable[tuple[dict, list[dict]]]
+                ) -> tuple[list[tuple[str, list[tuple[float, float]]]], list[float]]:
     """One (label "node port P<n>", spans in s on a shared clock) per priority ever paused,
-    from loaded traces. Switches started tracing at different moments: their ``started``
-    epochs put them on one clock that starts with the earliest trace."""
-    if not traces:
-        return []
-    origin = min(h["started"] for h, _ in traces)
-    rows = []
+    and the traces' time scales, from loaded traces, each looked at once (a fabric's traces
+    need not all be in memory together). Switches started tracing at different moments:
+    their ``started`` epochs put them on one clock that starts with the earliest trace."""
+    found, starts, scales = [], [], set()
     for header, samples in traces:
-        shift = header["started"] - origin
+        starts.append(header["started"])
+        scales.add(header["time_scale"])
         for port in header["ports"]:
             for p in paused_priorities(samples, port):  # each has a span
-                rows.append((f"{header['node']} {port} P{p}",
-                             [(start + shift, width)
-                              for start, width in pause_spans(samples, port, p)]))
-    return rows
+                found.append((f"{header['node']} {port} P{p}", header["started"],
+                              pause_spans(samples, port, p)))
+    origin = min(starts, default=0.0)
+    return ([(label, [(start + (started - origin), width) for start, width in spans])
+             for label, started, spans in found], sorted(scales))
 
 
 def longest_paused(rows: list[tuple[str, list[tuple[float, float]]]]
@@ -210,14 +210,14 @@ def queue_plot(trace: tuple[dict, list[dict]], port: str, out_png: str | Path,
     return _save(fig, out_png)
 
 
-def pause_timeline(traces: list[tuple[dict, list[dict]]], out_png: str | Path) -> Path:
+def pause_timeline(traces: Iterable[tuple[dict, list[dict]]], out_png: str | Path) -> Path:
     """When each (node, port, priority) had its egress paused by received PFC, one row each,
-    from loaded traces (``load_trace``); a run without any pause still gets a figure that
-    says so."""
-    rows, paused = longest_paused(paused_rows(traces))
+    from loaded traces (``load_trace``), read once; a run without any pause still gets a
+    figure that says so."""
+    every, scales = paused_rows(traces)
+    rows, paused = longest_paused(every)
     end = max((start + width for _, spans in rows for start, width in spans), default=0.0)
     gap = end / PIXELS  # half a pixel of the x axis
-    scales = sorted({header["time_scale"] for header, _ in traces})
     fig = Figure(figsize=(10, max(3.0, 1.0 + 0.45 * len(rows))), layout="constrained")
     ax = fig.subplots()
     note = ", ".join(scale_note(s) for s in scales) or "no trace"

@@ -98,11 +98,12 @@ def test_pause_still_running_at_the_end_lasts_its_remaining_time():
 
 
 def test_paused_rows_put_switches_on_one_clock():
-    leaf = ({"node": "leaf1", "ports": PORTS, "started": 1000.0},
+    leaf = ({"node": "leaf1", "ports": PORTS, "started": 1000.0, "time_scale": 3000.0},
             [sample(0.0), sample(0.001, pause3=0.0005), sample(0.002)])
-    spine = ({"node": "spine1", "ports": PORTS, "started": 1000.5},
+    spine = ({"node": "spine1", "ports": PORTS, "started": 1000.5, "time_scale": 3000.0},
              [sample(0.0, pause3=0.0005), sample(0.001)])
-    rows = plots.paused_rows([leaf, spine])
+    rows, scales = plots.paused_rows(iter([leaf, spine]))
+    assert scales == [3000.0]
     assert [label for label, _ in rows] == ["leaf1 Ethernet0 P3", "spine1 Ethernet0 P3"]
     assert rows[1][1] == [pytest.approx((0.5, 0.0005))]
 
