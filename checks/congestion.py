@@ -39,6 +39,7 @@ from ..nic.roce import PFC_DST
 
 TRACE_INTERVAL_MS = 2.0  # wall ms between a switch trace's samples (fabric time / S), ...
 TRACE_POINTS = 20_000  # ... or longer, so that a scenario's line-rate time holds this many
+PAUSE_POINTS = 2_000  # ... on the switches whose trace only feeds the pause timeline
 OVERLOAD = 1.5
 TIME_LIMIT_X = 4  # a run's time limit, in times its bytes take at line rate
 # the congestion checks' incast: QPS QPs per sender, each writing MESSAGES messages
@@ -142,17 +143,19 @@ def time_limit(lab: Lab, incast: Incast, bits: float, at_least_s: float) -> floa
     return max(at_least_s, TIME_LIMIT_X * line_span(lab, incast, bits))
 
 
-def trace_interval_ms(span_s: float | None) -> float:
-    """The switch traces' sample interval for a scenario whose traffic takes ``span_s``
-    wall seconds at line rate (``line_span``; None: not known): TRACE_INTERVAL_MS, or
-    longer so that span holds TRACE_POINTS samples. A plot shows no more, and a trace costs
-    the simulator a sample of every port of every busy switch: a 255:1 incast at 400G
+def trace_interval_ms(span_s: float | None, points: int = TRACE_POINTS) -> float:
+    """A switch trace's sample interval for a scenario whose traffic takes ``span_s`` wall
+    seconds at line rate (``line_span``; None: not known): TRACE_INTERVAL_MS, or longer so
+    that span holds ``points`` samples: TRACE_POINTS on the congested switch, whose queues
+    are plotted, PAUSE_POINTS (two per pixel of the plot's time axis) on the others, whose
+    traces only draw the pause timeline. A plot shows no more, and a trace costs the
+    simulator a sample of every moved port of every busy switch: a 255:1 incast at 400G
     (``sizing-256``, 24 ms of fabric time at S = 12000) took 147 k samples of 64 ports on
-    its congested leaf, 1.2 GB of traces for one check, and sampling and reading them back
-    took seven tenths of its time. The verdicts read counters, never a trace."""
+    its congested leaf, 1.2 GB of traces for one check, and taking and reading them back
+    was seven tenths of its time. The verdicts read counters, never a trace."""
     if span_s is None:
         return TRACE_INTERVAL_MS
-    return max(TRACE_INTERVAL_MS, span_s * 1e3 / TRACE_POINTS)
+    return max(TRACE_INTERVAL_MS, span_s * 1e3 / points)
 
 
 def flow_bits(flows: list[patterns.FlowSpec]) -> int:
@@ -357,12 +360,13 @@ class Run(Observation):
 
 
 @contextmanager
-def observe(lab: Lab, out: Path, wires: list[tuple[str, str]],
-            span_s: float | None = None) -> Iterator[Observation]:
+def observe(lab: Lab, out: Path, wires: list[tuple[str, str]], span_s: float | None = None,
+            focus: str | None = None) -> Iterator[Observation]:
     """Observe the block: every switch's fidelity figures cleared (the scenario is judged
     by its own), counters read, traces running (``trace_interval_ms`` of ``span_s``, the
-    scenario's ``line_span``), PFC captured on ``wires`` (filtered in the kernel: reading a
-    busy wire in Python would cost the agents their fidelity)."""
+    scenario's ``line_span``: TRACE_POINTS on ``focus``, the congested switch, PAUSE_POINTS
+    on the others), PFC captured on ``wires`` (filtered in the kernel: reading a busy wire
+    in Python would cost the agents their fidelity)."""
     out.mkdir(parents=True, exist_ok=True)
     switches = [s.name for s in lab.topology.switches]
     for s in switches:
@@ -370,7 +374,8 @@ def observe(lab: Lab, out: Path, wires: list[tuple[str, str]],
     seen = Observation(out, {s: lab.agent(s).counters() for s in switches},
                        {s: out / f"trace-{s}.jsonl" for s in switches})
     for s in switches:
-        lab.agent(s).trace_start(seen.traces[s], interval_ms=trace_interval_ms(span_s))
+        points = TRACE_POINTS if focus in (None, s) else PAUSE_POINTS
+        lab.agent(s).trace_start(seen.traces[s], interval_ms=trace_interval_ms(span_s, points))
     try:
         with lab.capture(where=wires, pcap_dir=out / "pcap", bpf=PFC_ONLY,
                          match=lambda f: f[:6] == PFC_DST_BYTES) as capture:
@@ -432,7 +437,8 @@ def _run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int,
     flows = flows or patterns.incast(incast.receiver, list(incast.senders), size, count, qps)
     startup: dict[str, dict] = {}
     span = line_span(lab, incast, flow_bits(flows))
-    with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream], span) as seen:
+    with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream], span,
+                 incast.switch) as seen:
         running = patterns.start(lab, flows, pattern="incast", timeout_s=timeout_s, nic=nic)
         if startup_s and running.started():  # the start-up counts from the flows' go
             lab.wait(lab.wall_s(startup_s * lab.node_time_scale(incast.receiver)))

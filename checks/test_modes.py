@@ -76,8 +76,8 @@ def measure(lab, incast: cg.Incast, victim, folder, name: str, nic) -> dict:
     flows = patterns.incast(incast.receiver, senders, size, MESSAGES, QPS)
     out = folder / name
     timeout = cg.time_limit(lab, incast, cg.flow_bits(flows + [victim]), 180.0)
-    with cg.observe(lab, out, [], cg.line_span(lab, incast, cg.flow_bits(flows + [victim]))) \
-            as seen:
+    span = cg.line_span(lab, incast, cg.flow_bits(flows + [victim]))
+    with cg.observe(lab, out, [], span, incast.switch) as seen:
         result = patterns.run(lab, flows + [victim], pattern=name, timeout_s=timeout, nic=nic)
     run = cg.Run(**vars(seen), name=name, result=result)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -136,8 +136,9 @@ def test_the_default_labs_incast_is_sized_by_its_lossless_pg():
 
 
 def test_a_trace_samples_at_its_interval_unless_the_scenario_outlasts_a_plots_points():
-    """The default lab's incasts keep the 2 ms wall interval; a scenario whose traffic
-    takes longer than TRACE_POINTS of those at line rate is sampled TRACE_POINTS times."""
+    """The default lab's incasts keep the 2 ms wall interval on the congested switch; a
+    scenario whose traffic takes longer than TRACE_POINTS of those at line rate is sampled
+    TRACE_POINTS times there, PAUSE_POINTS times on the other switches."""
     lab = simulated("roce-v2-leafspine")
     incast = cg.incast_of(lab)
     for load in (cg.load(lab, incast), cg.ecn_load(lab, incast)):
@@ -146,6 +147,8 @@ def test_a_trace_samples_at_its_interval_unless_the_scenario_outlasts_a_plots_po
         assert cg.trace_interval_ms(span) == cg.TRACE_INTERVAL_MS
     long = cg.TRACE_POINTS * cg.TRACE_INTERVAL_MS / 1e3 * 7
     assert cg.trace_interval_ms(long) == pytest.approx(7 * cg.TRACE_INTERVAL_MS)
+    assert cg.trace_interval_ms(long, cg.PAUSE_POINTS) == pytest.approx(
+        7 * cg.TRACE_INTERVAL_MS * cg.TRACE_POINTS / cg.PAUSE_POINTS)
     assert cg.trace_interval_ms(None) == cg.TRACE_INTERVAL_MS
 
 
