@@ -46,6 +46,7 @@ argument, so timers (FDB aging, ARP retries, pauses, pacing) run on the caller's
 """
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from ipaddress import IPv4Network, IPv6Network
@@ -160,6 +161,7 @@ class Switch(SwitchReport):
         # one moves: a tick (watchdog polls, the sweep), a watchdog rescaled
         self._refreshes: list[refresh.Entry] = []
         self._watchdogs = [w for p in self._ports.values() for w in p.egress.watchdogs.values()]
+        self._watchdog_at = -math.inf  # the earliest poll due, as of the last tick
         self._timers_moved = True
         self._own_timer: float | None = None
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
@@ -232,22 +234,32 @@ class Switch(SwitchReport):
         refreshes of PGs still in XOFF, PFC watchdog polls. Returns frames to send now."""
         self._now = now
         out: list[tuple[PortState, bytes, tuple]] = []
-        self._router.tick(now, out)
-        self._router6.tick(now, out)
+        for router in (self._router, self._router6):
+            at = router.next_timer()
+            if at is not None and now >= at:  # else its tick would find nothing due
+                router.tick(now, out)
         if now >= self._next_sweep:
             for bridge in self._vlans.values():
                 bridge.sweep(now)
             self._next_sweep = now + FDB_SWEEP_INTERVAL_S
         self._transmit(out, None, now)
         self._timers_moved = True
-        self._moved.update(self._ports)  # a watchdog may have cut a pause short
-        for port in self._ports.values():
+        if now >= self._watchdog_at:  # a watchdog poll is due: every port, in order
+            self._moved.update(self._ports)  # a watchdog may have cut a pause short
+            ports = self._ports.values()
+        else:  # only PFC refreshes: the ports with one due, in the same order
+            due = refresh.due(self._refreshes, now)
+            ports = [p for name, p in self._ports.items() if name in due] if due else []
+        for port in ports:
             for sender in port.pfc:
                 if sender is not None and sender.xoff:
                     self._send_pfc(port, sender.tick(now), sender)
-            for event in port.egress.poll(now, port.counters.queue_tx_packets):
-                if port.egress.watchdogs[event.queue].drops:
-                    self._flush(port, event.queue, now, PFC_WD_DROP)
+            if now >= self._watchdog_at:
+                for event in port.egress.poll(now, port.counters.queue_tx_packets):
+                    if port.egress.watchdogs[event.queue].drops:
+                        self._flush(port, event.queue, now, PFC_WD_DROP)
+        if now >= self._watchdog_at:
+            self._watchdog_at = min((w.due for w in self._watchdogs), default=math.inf)
         return self.take_control()
 
     def next_timer(self) -> float | None:
@@ -279,6 +291,7 @@ class Switch(SwitchReport):
         scale = self._watchdog_scale(profile, self.time_scale)
         for watchdog in self._watchdogs:
             watchdog.rescale(scale)
+        self._watchdog_at = -math.inf
         self._timers_moved = True
         self.pfc_watchdog = profile
 
@@ -556,7 +569,7 @@ class Switch(SwitchReport):
         refresh timer (``next_timer``)."""
         if not quanta:
             return
-        refresh.moved(self._refreshes, sender)
+        refresh.moved(self._refreshes, sender, port.name)
         if not port.up:
             return
         self._control.append((port.name, pfc_frame(self.router_mac, quanta)))
