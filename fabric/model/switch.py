@@ -244,7 +244,8 @@ class Switch(SwitchReport):
             self._next_sweep = now + FDB_SWEEP_INTERVAL_S
         self._transmit(out, None, now)
         self._timers_moved = True
-        if now >= self._watchdog_at:  # a watchdog poll is due: every port, in order
+        polling = now >= self._watchdog_at
+        if polling:  # a watchdog poll is due: every port, in order
             self._moved.update(self._ports)  # a watchdog may have cut a pause short
             ports = self._ports.values()
         else:  # only PFC refreshes: the ports with one due, in the same order
@@ -254,11 +255,11 @@ class Switch(SwitchReport):
             for sender in port.pfc:
                 if sender is not None and sender.xoff:
                     self._send_pfc(port, sender.tick(now), sender)
-            if now >= self._watchdog_at:
+            if polling:
                 for event in port.egress.poll(now, port.counters.queue_tx_packets):
                     if port.egress.watchdogs[event.queue].drops:
                         self._flush(port, event.queue, now, PFC_WD_DROP)
-        if now >= self._watchdog_at:
+        if polling:
             self._watchdog_at = min((w.due for w in self._watchdogs), default=math.inf)
         return self.take_control()
 
