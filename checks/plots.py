@@ -249,9 +249,9 @@ def flows_drawn(flows: list[dict]) -> list[int]:
     """The flows whose sending rate is drawn, by index: all of up to FLOWS_NAMED; of more
     (a 255:1 incast has 1020 QPs), FLOWS_NAMED spread evenly over their goodput ranking,
     the slowest and the fastest among them, slowest first."""
-    ranked = sorted(range(len(flows)), key=lambda i: flows[i]["goodput_bps"])
     if len(flows) <= FLOWS_NAMED:
         return list(range(len(flows)))
+    ranked = sorted(range(len(flows)), key=lambda i: flows[i]["goodput_bps"])
     last = len(ranked) - 1
     return [ranked[round(k * last / (FLOWS_NAMED - 1))] for k in range(FLOWS_NAMED)]
 

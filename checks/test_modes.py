@@ -39,9 +39,9 @@ def victim_of(lab, incast: cg.Incast) -> patterns.FlowSpec | None:
     """A flow from a sender on another switch to a host of the congested switch that is
     not the receiver: it shares the paused links into the switch and nothing else (its
     sender sends nothing else, so it is left out of the incast)."""
-    local, remote = vm.sides(lab.topology, incast)
-    if not local or len(remote) < 2:  # vm.no_victim says why
+    if vm.no_victim(lab.topology, incast) is not None:
         return None
+    local, remote = vm.sides(lab.topology, incast)
     # as much as one incast sender sends: it is on the wire for the whole incast
     size = incast.message_size(QPS, MESSAGES, cg.roce_mtu(lab, incast)) * QPS
     return patterns.FlowSpec(remote[0], local[0], size, MESSAGES, qp=99)
@@ -75,9 +75,9 @@ def measure(lab, incast: cg.Incast, victim, folder, name: str, nic) -> dict:
     senders = [s for s in incast.senders if s != victim.src]  # the victim's NIC is its own
     flows = patterns.incast(incast.receiver, senders, size, MESSAGES, QPS)
     out = folder / name
-    timeout = cg.time_limit(lab, incast, cg.flow_bits(flows + [victim]), 180.0)
-    span = cg.line_span(lab, incast, cg.flow_bits(flows + [victim]))
-    with cg.observe(lab, out, [], span, incast.switch) as seen:
+    bits = cg.flow_bits(flows + [victim])
+    timeout = cg.time_limit(lab, incast, bits, 180.0)
+    with cg.observe(lab, out, [], cg.line_span(lab, incast, bits), incast.switch) as seen:
         result = patterns.run(lab, flows + [victim], pattern=name, timeout_s=timeout, nic=nic)
     run = cg.Run(**vars(seen), name=name, result=result)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")

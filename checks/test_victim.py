@@ -64,10 +64,10 @@ def measure(lab, incast: cg.Incast, victim: vm.Victim, folder, name: str, nic,
     flows = patterns.incast(incast.receiver, remote, size, MESSAGES, QPS)
     mine = victim.flow(size * QPS, MESSAGES)
     out = folder / name
-    timeout = cg.time_limit(lab, incast, cg.flow_bits(flows + [mine]), 600.0)
-    span = cg.line_span(lab, incast, cg.flow_bits(flows + [mine]))
-    with cg.observe(lab, out, [(incast.switch, i) for i in victim.shared], span,
-                    incast.switch) as seen:
+    bits = cg.flow_bits(flows + [mine])
+    timeout = cg.time_limit(lab, incast, bits, 600.0)
+    with cg.observe(lab, out, [(incast.switch, i) for i in victim.shared],
+                    cg.line_span(lab, incast, bits), incast.switch) as seen:
         result = patterns.run(lab, flows + [mine], pattern=name, timeout_s=timeout, nic=nic)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
     run = cg.Run(**vars(seen), name=name, result=result)

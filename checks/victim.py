@@ -82,10 +82,10 @@ def victim_of(topo: Topology, incast: Incast) -> Victim | None:
     the congested switch (by name) that is neither the receiver nor unwired. None when the
     lab has no such pair or too few remote senders to congest anything without it
     (``no_victim`` says which)."""
-    where = {h: attachment(topo, h) for h in incast.senders}
-    local, remote = sides(topo, incast)
-    if not local or len(remote) < 2:
+    if no_victim(topo, incast) is not None:
         return None
+    local, remote = sides(topo, incast)
+    where = {h: attachment(topo, h) for h in remote}
     src, dst = remote[0], local[0]
     sender_switch = where[src][0]
     shared = tuple(sorted(iface for iface, peer, _ in incast.upstream if peer == sender_switch))
