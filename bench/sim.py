@@ -57,8 +57,7 @@ def engine_speed() -> dict:
     lab = _lab(DEFAULT_LAB)
     incast = cg.incast_of(lab)
     mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
-    size = incast.message_size(4, 2, mtu)
-    flows = patterns.incast(incast.receiver, list(incast.senders), size, 2, 4)
+    flows = incast.flows(4, 2, mtu)
     hops0, events0 = frame_hops(lab), lab.engine.events
     profile = cProfile.Profile()
     start = time.perf_counter()

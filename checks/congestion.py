@@ -81,26 +81,62 @@ class Incast:
     #            through its headroom (``thresholds.ingress_fill``)
 
     def message_size(self, qps: int, messages: int, mtu: int, fill: int | None = None) -> int:
-        """A message size that makes every sender write OVERLOAD x ``fill`` (by default the
-        RoCE PG's, ``self.fill``) over (inputs - 1).
+        """A message size that makes a sender write one input's share, ``per_input``: what
+        each sender wired to the congested switch writes (every sender, when none is)."""
+        return whole_mtus(self.per_input(fill) / (qps * messages), mtu)
 
-        Each of the ports the incast enters by carries a sender at line rate until the
-        first sender is done, while the bottleneck sends at line rate: by then the switch
-        holds (ports - 1) senders' volume, OVERLOAD x fill when they are ``inputs``, which
-        that many PGs filling together cannot hold below their limits. Through more ports
-        the backlog grows faster than the PGs' limits add up (``thresholds``: each PG's
-        share of the pool shrinks as more fill it), so the fewest is the case to size
-        for."""
-        per_sender = OVERLOAD * (fill or self.fill) / (self.inputs - 1)
-        return math.ceil(per_sender / (qps * messages) / mtu) * mtu
+    def per_input(self, fill: int | None = None) -> float:
+        """What each of the ``inputs`` ports must bring in: OVERLOAD x ``fill`` (by default
+        the RoCE PG's, ``self.fill``) over (inputs - 1).
+
+        Each of the ports the incast enters by carries its share at line rate until the
+        first is done, while the bottleneck sends at line rate: by then the switch holds
+        (ports - 1) shares, OVERLOAD x fill when they are ``inputs``, which that many PGs
+        filling together cannot hold below their limits. Through more ports the backlog
+        grows faster than the PGs' limits add up (``thresholds``: each PG's share of the
+        pool shrinks as more fill it), so the fewest is the case to size for."""
+        return OVERLOAD * (fill or self.fill) / (self.inputs - 1)
+
+    def sender_bytes(self, fill: int | None = None,
+                     senders: tuple[str, ...] | None = None) -> dict[str, float]:
+        """What each sender (``senders``: a subset of the incast's, by default all) writes.
+
+        A sender wired to the congested switch brings its input's share through its own
+        port. The others come in by uplinks, the fewest inputs counting them as one
+        (``fewest_inputs``: ECMP may hash them all onto one uplink), so together they write
+        one share: spread over more uplinks they bring it in sooner, never later, and the
+        backlog only grows. With no sender wired there, the uplinks are the inputs and any
+        of them may carry a single sender, so each writes a whole share."""
+        senders = self.senders if senders is None else senders
+        share = self.per_input(fill)
+        wired = {peer for _, peer, _ in self.upstream}
+        local = [s for s in senders if s in wired]
+        remote = [s for s in senders if s not in wired]
+        if not local:
+            return {s: share for s in senders}
+        return {s: share if s in wired else share / len(remote) for s in senders}
+
+    def flows(self, qps: int, messages: int, mtu: int, fill: int | None = None,
+              senders: tuple[str, ...] | None = None, at_least: int = 0
+              ) -> list[patterns.FlowSpec]:
+        """The incast's flows: ``qps`` QPs per sender, each writing ``messages`` messages of
+        whole MTUs, one at least, that together carry the sender's ``sender_bytes``, and
+        ``at_least`` bytes each."""
+        return [f for src, total in self.sender_bytes(fill, senders).items()
+                for f in patterns.incast(self.receiver, [src], max(
+                    at_least, whole_mtus(total / (qps * messages), mtu)), messages, qps)]
 
     def qps_to_overflow(self, qps: int, mtu: int, fill: int | None = None) -> int:
         """At least ``qps`` QPs per sender, and enough that the incast can have OVERLOAD x
         ``fill`` in flight: each QP keeps at most ``patterns.WINDOW`` packets
-        unacknowledged, and a queue cannot hold more than the senders have in flight."""
+        unacknowledged, a sender no more than it writes, and a queue cannot hold more than
+        the senders have in flight."""
         per_qp = patterns.WINDOW * (mtu + patterns.FRAME_OVERHEAD)
-        return max(qps, math.ceil(OVERLOAD * (fill or self.fill)
-                                  / (len(self.senders) * per_qp)))
+        need = OVERLOAD * (fill or self.fill)
+        writes = self.sender_bytes(fill).values()
+        while sum(min(qps * per_qp, b) for b in writes) < need:
+            qps += 1
+        return qps
 
     def ports(self) -> list[str]:
         """The congested switch's SONiC ports the incast may enter by."""
@@ -114,6 +150,11 @@ class Incast:
         limits = [f for f in (ingress_fill(config, self.ports(), pg, self.inputs),
                               egress_fill(config, self.port, queue)) if f is not None]
         return min(limits, default=None)
+
+
+def whole_mtus(size: float, mtu: int) -> int:
+    """``size`` rounded up to whole MTUs, one at least: a RoCE message's size."""
+    return max(1, math.ceil(size / mtu)) * mtu
 
 
 def fewest_inputs(senders: tuple[str, ...], upstream: tuple[Wire, ...]) -> int:
@@ -400,25 +441,22 @@ def observe(lab: Lab, out: Path, wires: list[tuple[str, str]], span_s: float | N
                                                    "after": seen.after}) + "\n")
 
 
-def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
-               qps: int, nic: patterns.NicOverrides | None = None, timeout_s: float = 90.0,
-               dscp: int | None = None, startup_s: float = 0.0, rerun: bool = True,
-               on_purpose: str | None = None,
-               flows: list[patterns.FlowSpec] | None = None) -> Run:
-    """Run the incast observed (PFC captured on every upstream wire of the congested
+def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *,
+               flows: list[patterns.FlowSpec], nic: patterns.NicOverrides | None = None,
+               timeout_s: float = 90.0, dscp: int | None = None, startup_s: float = 0.0,
+               rerun: bool = True, on_purpose: str | None = None) -> Run:
+    """Run ``flows`` (the incast's, ``Incast.flows``, or other traffic through the same
+    switch: ``tune``'s all-to-all) observed (PFC captured on every upstream wire of the congested
     switch: it leaves on whichever ingress PG reached XOFF), evidence in ``folder/name``.
     ``startup_s``: every switch's counters are also read that many fabric seconds into the
     run (``lab.wait``: the lab's own clock), so that figures can leave the start-up out.
 
     A live run that lost fidelity is run once more, with ``rerun``, on a slower copy of
     the lab (``checks.rerun``). ``on_purpose``: problems containing it are the scenario's
-    doing (a headroom cut on purpose), not lost fidelity. ``flows``: other traffic through
-    the same observed switch in place of the incast's (``tune``'s all-to-all), ``size``,
-    ``count`` and ``qps`` then unused."""
+    doing (a headroom cut on purpose), not lost fidelity."""
     def attempt(at: Lab, label: str, factor: float) -> Run:
-        run = _run_incast(at, incast, folder, label, size=size, count=count, qps=qps, nic=nic,
-                          timeout_s=timeout_s * factor, dscp=dscp, startup_s=startup_s,
-                          flows=flows)
+        run = _run_incast(at, incast, folder, label, flows=flows, nic=nic,
+                          timeout_s=timeout_s * factor, dscp=dscp, startup_s=startup_s)
         if on_purpose:
             kept = [p for p in run.fidelity["problems"] if on_purpose not in p]
             run.fidelity.update(problems=kept, ok=not kept)
@@ -426,15 +464,13 @@ def run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, 
     return decided(lab, folder, name, attempt, lambda run: run.fidelity, rerun)
 
 
-def _run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *, size: int, count: int,
-                qps: int, nic: patterns.NicOverrides | None, timeout_s: float,
-                dscp: int | None, startup_s: float,
-                flows: list[patterns.FlowSpec] | None = None) -> Run:
+def _run_incast(lab: Lab, incast: Incast, folder: Path, name: str, *,
+                flows: list[patterns.FlowSpec], nic: patterns.NicOverrides | None,
+                timeout_s: float, dscp: int | None, startup_s: float) -> Run:
     out = folder / name
     if dscp is not None:
         every = (nic or {}).get("*", {})
         nic = {**(nic or {}), "*": {**every, "roce": {**every.get("roce", {}), "dscp": dscp}}}
-    flows = flows or patterns.incast(incast.receiver, list(incast.senders), size, count, qps)
     startup: dict[str, dict] = {}
     span = line_span(lab, incast, flow_bits(flows))
     with observe(lab, out, [(incast.switch, i) for i, _, _ in incast.upstream], span,
@@ -496,32 +532,28 @@ def draw(run: Run, incast: Incast) -> list[Path]:
 
 
 class Load(NamedTuple):
-    """What every sender writes (``qps`` QPs, MESSAGES messages of ``size`` bytes each), and
-    the run's time limit (``congestion.time_limit``)."""
+    """What the incast's senders write (``qps`` QPs each, MESSAGES messages per QP:
+    ``Incast.flows``), and the run's time limit (``congestion.time_limit``)."""
 
     qps: int
-    size: int
+    flows: list[patterns.FlowSpec]
     timeout_s: float
 
 
 def load(lab: Lab, incast: Incast) -> Load:
     """The incast: QPS QPs per sender, or as many as it takes to have it in flight
-    (``Incast.qps_to_overflow``), each writing MESSAGES messages (``Incast.message_size``);
-    a time limit of at least 90 s live."""
+    (``Incast.qps_to_overflow``), each writing MESSAGES messages (``Incast.flows``); a time
+    limit of at least 90 s live."""
     mtu = roce_mtu(lab, incast)
     qps = incast.qps_to_overflow(QPS, mtu)
-    size = incast.message_size(qps, MESSAGES, mtu)
-    return Load(qps, size, time_limit(lab, incast, volume_bits(incast, qps, size), 90.0))
-
-
-def volume_bits(incast: Incast, qps: int, size: int, messages: int = MESSAGES) -> int:
-    """What the incast's senders write in all, in bits."""
-    return len(incast.senders) * qps * messages * size * 8
+    flows = incast.flows(qps, MESSAGES, mtu)
+    return Load(qps, flows, time_limit(lab, incast, flow_bits(flows), 90.0))
 
 
 def ecn_load(lab: Lab, incast: Incast) -> Load:
     """The ECN comparison's incast: at least ``load``'s, and enough to keep the bottleneck
-    busy for ECN_RUN_S at line rate; a time limit of at least 180 s live. DCQCN's claims (the
+    busy for ECN_RUN_S at line rate, every sender writing its part; a time limit of at least
+    180 s live. DCQCN's claims (the
     queue held in the marking band, few pauses, the link kept busy) are about its steady
     state, and getting there is slow: every QP starts at line rate and the first cuts, with
     alpha at 1, take it to the floor, from which the firmware climbs back a 300 us timer
@@ -532,8 +564,8 @@ def ecn_load(lab: Lab, incast: Incast) -> Load:
     qps = load(lab, incast).qps
     per_message = (bottleneck_bps(lab, incast) * ECN_RUN_S / 8
                    / (len(incast.senders) * qps * MESSAGES))
-    size = max(load(lab, incast).size, math.ceil(per_message / mtu) * mtu)
-    return Load(qps, size, time_limit(lab, incast, volume_bits(incast, qps, size), 180.0))
+    flows = incast.flows(qps, MESSAGES, mtu, at_least=whole_mtus(per_message, mtu))
+    return Load(qps, flows, time_limit(lab, incast, flow_bits(flows), 180.0))
 
 
 def after_startup(lab: Lab, incast: Incast, run: Run) -> dict:

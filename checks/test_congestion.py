@@ -9,8 +9,9 @@ that could not keep up says so in the report, whatever the verdict.
 
 Sizes: every sender opens QPS QPs (more where it takes more to have the incast in flight),
 each writing MESSAGES messages, sized from what brings the congested switch's RoCE PG to
-XOFF and through its headroom (``Incast.message_size``, ``checks.thresholds``): without
-flow control something must give. The ECN comparison runs a longer incast twice, with and
+XOFF and through its headroom (``Incast.flows``, ``checks.thresholds``): without flow
+control something must give. A sender wired to the congested switch writes its input's
+share; those wired elsewhere together write one more. The ECN comparison runs a longer incast twice, with and
 without DCQCN (``ecn_load``), and judges both after DCQCN's start-up (STARTUP_S).
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from rocelab.checks import classes
 from rocelab.checks import congestion as cg
 from rocelab.checks.congestion import (
     MAX_SLOWDOWN, MAX_XOFF_FRACTION, MESSAGES, MIN_BOTTLENECK_SHARE, QPS, STARTUP_S,
-    after_startup, ecn_load, load, volume_bits,
+    after_startup, ecn_load, load,
 )
 from rocelab.checks import variants
 from rocelab.labs import actions
@@ -63,8 +64,8 @@ def lossless_run(lab, incast, congestion_dir):
     """The incast with PFC doing all the work (DCQCN off), shared by the checks that
     compare against it."""
     sent = load(lab, incast)
-    return cg.run_incast(lab, incast, congestion_dir, "lossless", size=sent.size,
-                         count=MESSAGES, qps=sent.qps, nic=DCQCN_OFF, timeout_s=sent.timeout_s)
+    return cg.run_incast(lab, incast, congestion_dir, "lossless", flows=sent.flows,
+                         nic=DCQCN_OFF, timeout_s=sent.timeout_s)
 
 
 def keep(request, run: cg.Run, incast: cg.Incast) -> None:
@@ -100,9 +101,8 @@ def test_negative_control_without_pfc(request, lab, incast, congestion_dir):
     """The same incast on a copy of the configs without pfc_enable must lose frames."""
     sent = load(lab, incast)
     with variants.variant(lab, "nopfc", congestion_dir, actions.without_pfc) as other:
-        run = cg.run_incast(other, incast, congestion_dir, "without-pfc", size=sent.size,
-                            count=MESSAGES, qps=sent.qps, nic=DCQCN_OFF,
-                            timeout_s=sent.timeout_s)
+        run = cg.run_incast(other, incast, congestion_dir, "without-pfc", flows=sent.flows,
+                            nic=DCQCN_OFF, timeout_s=sent.timeout_s)
     keep(request, run, incast)
     drops = run.drop_reasons()
     assert run.pfc_sent() == 0, f"PFC sent although no port enables it: {run.summary()}"
@@ -119,8 +119,7 @@ def test_ecn_before_pfc(request, lab, incast, congestion_dir):
     and the bottleneck keeps at least MIN_BOTTLENECK_SHARE of its line rate and at least
     1 / MAX_SLOWDOWN of what PFC alone keeps."""
     sent = ecn_load(lab, incast)
-    runs = {name: cg.run_incast(lab, incast, congestion_dir, name, size=sent.size,
-                                count=MESSAGES, qps=sent.qps, nic=nic,
+    runs = {name: cg.run_incast(lab, incast, congestion_dir, name, flows=sent.flows, nic=nic,
                                 timeout_s=sent.timeout_s, startup_s=STARTUP_S)
             for name, nic in (("dcqcn", None), ("dcqcn-off", DCQCN_OFF))}
     for run in runs.values():
@@ -170,12 +169,11 @@ def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir
         pytest.skip(f"no buffer limits PG {pg} or queue {queue} of {incast.switch} "
                     f"{incast.port}: DSCP {lossy_dscp} cannot drop there")
     mtu = cg.roce_mtu(lab, incast)
-    qps = incast.qps_to_overflow(QPS, mtu, fill)
-    size = incast.message_size(qps, MESSAGES + 1, mtu, fill)
+    flows = incast.flows(incast.qps_to_overflow(QPS, mtu, fill), MESSAGES + 1, mtu, fill)
     # long enough to finish, retransmissions included
-    timeout = cg.time_limit(lab, incast, volume_bits(incast, qps, size, MESSAGES + 1), 90.0)
-    run = cg.run_incast(lab, incast, congestion_dir, "lossy", size=size, timeout_s=timeout,
-                        count=MESSAGES + 1, qps=qps, dscp=lossy_dscp,
+    timeout = cg.time_limit(lab, incast, cg.flow_bits(flows), 90.0)
+    run = cg.run_incast(lab, incast, congestion_dir, "lossy", flows=flows, timeout_s=timeout,
+                        dscp=lossy_dscp,
                         nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}})
     keep(request, run, incast)
     assert run.pfc_sent() == 0, f"a lossy class triggered PFC: {run.summary()}"
@@ -196,8 +194,8 @@ def test_headroom_too_small_drops(request, lab, incast, congestion_dir, lossless
     shrunk = frame // 4
     sent = load(lab, incast)
     with variants.variant(lab, "headroom", congestion_dir, actions.headroom_of(shrunk)) as other:
-        run = cg.run_incast(other, incast, congestion_dir, "small-headroom", size=sent.size,
-                            count=MESSAGES, qps=sent.qps, nic=DCQCN_OFF,
+        run = cg.run_incast(other, incast, congestion_dir, "small-headroom", flows=sent.flows,
+                            nic=DCQCN_OFF,
                             timeout_s=sent.timeout_s, on_purpose="after XOFF")
     keep(request, run, incast)
     drops = run.drop_reasons()

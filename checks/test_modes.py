@@ -42,7 +42,8 @@ def victim_of(lab, incast: cg.Incast) -> patterns.FlowSpec | None:
     if vm.no_victim(lab.topology, incast) is not None:
         return None
     local, remote = vm.sides(lab.topology, incast)
-    # as much as one incast sender sends: it is on the wire for the whole incast
+    # as much as an incast sender on the congested switch sends: it is on the wire for
+    # the whole incast
     size = incast.message_size(QPS, MESSAGES, cg.roce_mtu(lab, incast)) * QPS
     return patterns.FlowSpec(remote[0], local[0], size, MESSAGES, qp=99)
 
@@ -70,10 +71,8 @@ def edge_only_pfc(lab):
 
 def measure(lab, incast: cg.Incast, victim, folder, name: str, nic) -> dict:
     """The incast and the victim together; the figures a mode is judged by."""
-    mtu = cg.roce_mtu(lab, incast)
-    size = incast.message_size(QPS, MESSAGES, mtu)
-    senders = [s for s in incast.senders if s != victim.src]  # the victim's NIC is its own
-    flows = patterns.incast(incast.receiver, senders, size, MESSAGES, QPS)
+    senders = tuple(s for s in incast.senders if s != victim.src)  # the victim's NIC is its own
+    flows = incast.flows(QPS, MESSAGES, cg.roce_mtu(lab, incast), senders=senders)
     out = folder / name
     bits = cg.flow_bits(flows + [victim])
     timeout = cg.time_limit(lab, incast, bits, 180.0)

@@ -11,9 +11,8 @@ volume (every pair one QP, MESSAGES messages), and the two at once.
 """
 from __future__ import annotations
 
-import math
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,14 +44,13 @@ def flows(lab: SimLab, incast: cg.Incast, scenario: str, fraction: float = 1.0
           ) -> tuple[list[patterns.FlowSpec], float]:
     """The scenario's flows and its time limit (``congestion.time_limit``), messages cut to
     ``fraction`` of their size (whole MTUs, one at least)."""
-    sent = cg.ecn_load(lab, incast)
     mtu = cg.roce_mtu(lab, incast)
-    size = max(mtu, math.ceil(sent.size * fraction / mtu) * mtu)
-    into = patterns.incast(incast.receiver, list(incast.senders), size, cg.MESSAGES, sent.qps)
+    into = [replace(f, size=cg.whole_mtus(f.size * fraction, mtu))
+            for f in cg.ecn_load(lab, incast).flows]
     hosts = sorted([incast.receiver, *incast.senders])
     pairs = len(hosts) * (len(hosts) - 1)
     per_message = cg.flow_bits(into) / 8 / (pairs * cg.MESSAGES)
-    among = patterns.alltoall(hosts, max(mtu, math.ceil(per_message / mtu) * mtu), cg.MESSAGES)
+    among = patterns.alltoall(hosts, cg.whole_mtus(per_message, mtu), cg.MESSAGES)
     chosen = {"incast": into, "alltoall": among, "both": into + among}[scenario]
     return chosen, cg.time_limit(lab, incast, cg.flow_bits(chosen), 180.0)
 
@@ -95,9 +93,8 @@ def measure(task: Task) -> dict:
         lab = simulated(str(clab), seed=task.seed)
         incast = cg.incast_of(lab)
         chosen, timeout_s = flows(lab, incast, task.scenario, task.fraction)
-        run = cg.run_incast(lab, incast, Path(scratch) / "runs", task.scenario, size=0,
-                            count=0, qps=0, timeout_s=timeout_s,
-                            startup_s=cg.STARTUP_S * task.fraction, flows=chosen)
+        run = cg.run_incast(lab, incast, Path(scratch) / "runs", task.scenario, flows=chosen,
+                            timeout_s=timeout_s, startup_s=cg.STARTUP_S * task.fraction)
         out = figures(lab, incast, run)
         if task.scenario == "incast":
             out["ecn_check"] = cg.after_startup(lab, incast, run)

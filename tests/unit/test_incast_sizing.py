@@ -4,6 +4,7 @@ needed, or a simulated one)."""
 from __future__ import annotations
 
 import json
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -131,8 +132,78 @@ def test_the_default_labs_incast_is_sized_by_its_lossless_pg():
     per_sender = incast.message_size(4, 2, MTU) * 4 * 2
     assert cg.OVERLOAD * incast.fill <= per_sender < cg.OVERLOAD * incast.fill + 8 * MTU
     assert incast.qps_to_overflow(4, MTU) == 4  # four QPs already hold it in flight
-    bits = 8 * len(incast.senders) * 4 * 2 * incast.message_size(4, 2, MTU)
-    assert cg.time_limit(simulated("roce-v2-leafspine"), incast, bits, 90.0) == 90.0
+    # h2 on leaf1 writes its port's share; h3 and h4, behind the uplinks, one share together
+    written = {}
+    for f in incast.flows(4, 2, MTU):
+        written[f.src] = written.get(f.src, 0) + f.size * f.count
+    assert written["h2"] == per_sender
+    assert written["h3"] == written["h4"] == incast.message_size(4, 4, MTU) * 4 * 2
+    assert per_sender <= written["h3"] + written["h4"] < per_sender + 16 * MTU
+    lab = simulated("roce-v2-leafspine")
+    assert cg.time_limit(lab, incast, cg.flow_bits(cg.load(lab, incast).flows), 90.0) == 90.0
+
+
+def incast_of(senders: tuple[str, ...], local: tuple[str, ...]) -> cg.Incast:
+    """An incast into h1 on leaf1 from ``senders``, ``local`` of them wired to leaf1."""
+    up = tuple((f"eth{i}", peer, "eth1") for i, peer in enumerate(("spine1", "spine2") + local))
+    return cg.Incast("h1", senders, "leaf1", "Ethernet8", up, tuple(f"Ethernet{4 * i}"
+                     for i in range(len(up))), 24, 3, 3, 3,
+                     cg.fewest_inputs(senders, up), 1_000_000)
+
+
+def test_each_local_sender_writes_a_share_and_the_remote_ones_one_share_together():
+    incast = incast_of(("h2", "h3", "h5", "h6", "h7"), ("h2", "h3"))
+    share = cg.OVERLOAD * 1_000_000 / 2  # three inputs: h2's port, h3's, one uplink
+    assert incast.sender_bytes() == {"h2": share, "h3": share, "h5": share / 3,
+                                     "h6": share / 3, "h7": share / 3}
+    # a subset (a victim's sender left out) splits the share among the remote ones left
+    assert incast.sender_bytes(senders=("h2", "h3", "h5", "h6")) == {
+        "h2": share, "h3": share, "h5": share / 2, "h6": share / 2}
+
+
+def test_with_no_sender_on_the_congested_switch_each_writes_a_share():
+    """Any uplink may carry one sender alone: each must bring a share through it."""
+    incast = incast_of(("h5", "h6", "h7"), ())
+    assert incast.inputs == 2
+    assert incast.sender_bytes() == dict.fromkeys(("h5", "h6", "h7"), cg.OVERLOAD * 1_000_000)
+
+
+def overflows(config, ports: list[str], pg: int, loads: list[float]) -> bool:
+    """Bring ``loads[i]`` bytes in by ``ports[i]``, every port a frame per slot (line rate)
+    while the bottleneck sends one frame per slot, oldest first, and nothing pauses the
+    senders: whether a PG dropped (past XOFF and through its headroom)."""
+    buffers = IngressBuffers.from_config(config.qos, ports)
+    left, queue = list(loads), deque()
+    while any(b > 0 for b in left):
+        for i, port in enumerate(ports):
+            if left[i] > 0:
+                left[i] -= FRAME
+                if not buffers.admit(port, pg, FRAME, 0.0).accepted:
+                    return True
+                queue.append(port)
+        buffers.release(queue.popleft(), pg, FRAME, 0.0)
+    return False
+
+
+@pytest.mark.parametrize("local, spread", [(1, [1]), (1, [1, 1]), (1, [9, 1]), (1, [3, 2, 1]),
+                                           (2, [1]), (2, [1, 1]), (2, [9, 1])])
+def test_remote_senders_writing_one_share_overflow_however_ecmp_spreads_them(local, spread):
+    """The local senders' ports and one uplink are the fewest inputs; the remote senders'
+    one share, spread over more uplinks in any proportion, still overflows the PG."""
+    config = load_config(LEAF)
+    ports = ["Ethernet0", "Ethernet4", "Ethernet12", "Ethernet8"]  # leaf1's four
+    share = cg.OVERLOAD * th.ingress_fill(config, ports, 3, local + 1) / local
+    loads = [share] * local + [share * w / sum(spread) for w in spread]
+    assert overflows(config, ports[:len(loads)], 3, loads)
+
+
+def test_a_fraction_of_a_share_from_the_remote_senders_may_not_overflow():
+    """The negative control of the sizing above: one local sender's share and a quarter
+    share from behind the uplinks leave the switch a backlog below its limits."""
+    config = load_config(LEAF)
+    ports = ["Ethernet0", "Ethernet4"]
+    share = cg.OVERLOAD * th.ingress_fill(config, ports, 3, 2)
+    assert not overflows(config, ports, 3, [share, share / 4])
 
 
 def test_a_trace_samples_at_its_interval_unless_the_scenario_outlasts_a_plots_points():
@@ -142,7 +213,7 @@ def test_a_trace_samples_at_its_interval_unless_the_scenario_outlasts_a_plots_po
     lab = simulated("roce-v2-leafspine")
     incast = cg.incast_of(lab)
     for load in (cg.load(lab, incast), cg.ecn_load(lab, incast)):
-        span = cg.line_span(lab, incast, cg.volume_bits(incast, load.qps, load.size))
+        span = cg.line_span(lab, incast, cg.flow_bits(load.flows))
         assert span * 1e3 / cg.TRACE_INTERVAL_MS < cg.TRACE_POINTS
         assert cg.trace_interval_ms(span) == cg.TRACE_INTERVAL_MS
     long = cg.TRACE_POINTS * cg.TRACE_INTERVAL_MS / 1e3 * 7
@@ -176,11 +247,11 @@ def test_a_voq_pool_of_type_both_is_judged_in_milliseconds(tmp_path):
     assert cg.OVERLOAD * incast.fill * 8 / line_bps < 0.05
     assert cg.OVERLOAD * pool * 8 / line_bps > 0.5
     qps = incast.qps_to_overflow(4, MTU)
-    in_flight = len(incast.senders) * qps * patterns.WINDOW * (MTU + patterns.FRAME_OVERHEAD)
+    per_qp = patterns.WINDOW * (MTU + patterns.FRAME_OVERHEAD)
+    in_flight = sum(min(qps * per_qp, b) for b in incast.sender_bytes().values())
     assert qps > 4 and in_flight >= cg.OVERLOAD * incast.fill
     # its time limit grows with it: a fixed one (90 s live, 30 ms of fabric time) cut it
-    flows = patterns.incast(incast.receiver, list(incast.senders),
-                            incast.message_size(qps, 2, MTU), 2, qps)
+    flows = incast.flows(qps, 2, MTU)
     fabric_s = cg.flow_bits(flows) / line_bps
     scale = live_scale(lab.topology)  # S live: a wall second is 1 / S of fabric time
     assert cg.time_limit(lab, incast, cg.flow_bits(flows), 90.0) == pytest.approx(

@@ -32,7 +32,7 @@ def fake(monkeypatch, slower_ok: bool):
 
 def incast(runtime, tmp_path):
     lab = SimpleNamespace(name="lab", runtime_name=runtime)
-    return cg.run_incast(lab, None, tmp_path, "x", size=1, count=1, qps=1, timeout_s=10.0)
+    return cg.run_incast(lab, None, tmp_path, "x", flows=[], timeout_s=10.0)
 
 
 def test_a_live_run_that_lost_fidelity_is_decided_by_one_slower_rerun(monkeypatch, tmp_path):

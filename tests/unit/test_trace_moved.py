@@ -35,10 +35,7 @@ def test_at_every_sample_of_a_pausing_incast_the_trace_holds_every_ports_state(
     for s in switches:
         lab.agent(s).trace_start(tmp_path / f"{s}.jsonl", interval_ms=cg.TRACE_INTERVAL_MS)
     incast = cg.incast_of(lab)  # the lossless check's incast: sized to reach XOFF
-    load = cg.load(lab, incast)
-    flows = patterns.incast(incast.receiver, list(incast.senders), load.size, cg.MESSAGES,
-                            load.qps)
-    result = patterns.run(lab, flows, pattern="incast", timeout_s=30,
+    result = patterns.run(lab, cg.load(lab, incast).flows, pattern="incast", timeout_s=30,
                           nic={"*": {"dcqcn": {"enabled": False}}})
     for s in switches:
         lab.agent(s).trace_stop()
