@@ -346,6 +346,10 @@ class Run(Observation):
         return int(self._sum(lambda n, p, c: 0 if node not in (None, n) else
                              sum(c["pfc_tx"]) if priority is None else c["pfc_tx"][priority]))
 
+    def pfc_sent_from(self, ports: set[tuple[str, str]]) -> int:
+        """PFC frames sent from ``ports``: (switch, SONiC port) pairs."""
+        return int(self._sum(lambda n, p, c: sum(c["pfc_tx"]) if (n, p) in ports else 0))
+
     def pfc_received(self, priority: int) -> int:
         """PFC frames the switches and the hosts received for ``priority``."""
         switches = self._sum(lambda n, p, c: c["pfc_rx"][priority])
