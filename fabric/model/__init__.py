@@ -23,7 +23,8 @@ a virtual-time runtime.
   (received and sent PFC), ``watchdog`` (PFC storms), and ``egress`` (one port's queues,
   scheduler, received pauses, WRED and watchdogs together).
 - ``switch``: ``Switch``, which ties them together behind ``receive``/``dequeue``/``tick``:
-  ports paced at speed / S (``time_scale``; None runs unpaced), PFC sent and honoured.
+  ports paced at speed / S (``time_scale``; None runs unpaced), PFC sent and honoured;
+  its timers are ``switch_timers``, what it reports ``switch_report``.
 """
 from .switch import Switch
 

@@ -1,5 +1,6 @@
 """The switch: ingress classification and admission, bridge or router, egress queues
-paced at the port's emulated rate, PFC both ways; its counters (``switch_report``).
+paced at the port's emulated rate, PFC both ways; its timers (``switch_timers``) and its
+counters (``switch_report``).
 
 ``Switch`` is what the agent drives::
 
@@ -46,7 +47,6 @@ argument, so timers (FDB aging, ARP retries, pauses, pacing) run on the caller's
 """
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from ipaddress import IPv4Network, IPv6Network
@@ -57,7 +57,7 @@ from .bridge import MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from .classify import CPU_CLASS, CPU_QUEUE, PortClassifier
 from .counters import (FLOW_CONTROL, FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC,
                        PORT_DOWN, PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters)
-from .egress import PFC_WD_DROP, EgressPort
+from .egress import EgressPort
 from .egress_buffers import QUEUE_LIMIT, QueueBuffer, egress_pools
 from .frames import (BROADCAST_MAC, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6,
                      ETH_P_MAC_CONTROL, IPV6_MULTICAST_MAC_PREFIX, LINK_LOCAL_PREFIX,
@@ -70,9 +70,8 @@ from .router import Router
 from .router6 import Router6
 from .routes import LearnedRoute
 from .switch_report import SwitchReport
-from .watchdog import FABRIC, WATCHDOG_PROFILES
-
-FDB_SWEEP_INTERVAL_S = 1.0
+from .switch_timers import SwitchTimers
+from .watchdog import FABRIC
 
 
 class Charge:
@@ -87,9 +86,9 @@ class Charge:
         self.copies = copies  # not yet gone
 
 
-class Switch(SwitchReport):
-    """One emulated switch built from its SONiC configuration (what it reports:
-    ``switch_report``)."""
+class Switch(SwitchTimers, SwitchReport):
+    """One emulated switch built from its SONiC configuration (its timers:
+    ``switch_timers``; what it reports: ``switch_report``)."""
 
     def __init__(self, config: SwitchConfig, time_scale: float | None = None,
                  rand: Callable[[], float] = random.random, ecmp_salt: int = 0,
@@ -146,7 +145,6 @@ class Switch(SwitchReport):
                                 local_ips6, self.cpu, ecmp_salt,
                                 kernel_stack=config.bgp is not None)
         self._now = 0.0
-        self._next_sweep = 0.0
         self._buffers = IngressBuffers.from_config(config.qos, self._ports)
         self._egress_pools = egress_pools(config.qos, self._buffers.pools)
         for name, port in self._ports.items():
@@ -156,14 +154,7 @@ class Switch(SwitchReport):
             port.pgs = [self._buffers.pg(name, pg) for pg in range(8)]
             port.pfc = [PfcSender(b.priorities, port.egress.rate_bps) if b.lossless else None
                         for b in port.pgs]
-        # what ``next_timer`` looks at: the pending PFC refreshes, kept as senders send,
-        # and the watchdogs there are, whose earliest poll (and the FDB sweep) is kept until
-        # one moves: a tick (watchdog polls, the sweep), a watchdog rescaled
-        self._refreshes: list[refresh.Entry] = []
-        self._watchdogs = [w for p in self._ports.values() for w in p.egress.watchdogs.values()]
-        self._watchdog_at = -math.inf  # the earliest poll due, as of the last tick
-        self._timers_moved = True
-        self._own_timer: float | None = None
+        self._init_timers()
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
         self._touched: set[str] = set()  # ports whose send schedule may have moved earlier
         # ports whose sampled state (queues, PGs, XOFF, pauses received) may have moved since
@@ -228,80 +219,6 @@ class Switch(SwitchReport):
             self._transmit(out, charge, now)
         control, self._control = self._control, []  # take_control, inlined
         return control
-
-    def tick(self, now: float) -> list[tuple[str, bytes]]:
-        """Run timers up to ``now``: ARP retries, give-ups and re-probes, FDB aging, PFC
-        refreshes of PGs still in XOFF, PFC watchdog polls. Returns frames to send now."""
-        self._now = now
-        out: list[tuple[PortState, bytes, tuple]] = []
-        for router in (self._router, self._router6):
-            at = router.next_timer()
-            if at is not None and now >= at:  # else its tick would find nothing due
-                router.tick(now, out)
-        if now >= self._next_sweep:
-            for bridge in self._vlans.values():
-                bridge.sweep(now)
-            self._next_sweep = now + FDB_SWEEP_INTERVAL_S
-        self._transmit(out, None, now)
-        self._timers_moved = True
-        polling = now >= self._watchdog_at
-        if polling:  # a watchdog poll is due: every port, in order
-            self._moved.update(self._ports)  # a watchdog may have cut a pause short
-            ports = self._ports.values()
-        else:  # only PFC refreshes: the ports with one due, in the same order
-            due = refresh.due(self._refreshes, now)
-            ports = [p for name, p in self._ports.items() if name in due] if due else []
-        for port in ports:
-            for sender in port.pfc:
-                if sender is not None and sender.xoff:
-                    self._send_pfc(port, sender.tick(now), sender)
-            if polling:
-                for event in port.egress.poll(now, port.counters.queue_tx_packets):
-                    if port.egress.watchdogs[event.queue].drops:
-                        self._flush(port, event.queue, now, PFC_WD_DROP)
-        if polling:
-            self._watchdog_at = min((w.due for w in self._watchdogs), default=math.inf)
-        return self.take_control()
-
-    def next_timer(self) -> float | None:
-        """The earliest time ``tick`` has work: the PFC refresh of a PG in XOFF (due when
-        half its pause has run), a PFC watchdog poll, an ARP or NDP retry or re-probe, the
-        FDB sweep; None when there is none. Call ``tick`` then, so refreshes leave when due
-        whatever the caller's clock (the agent's, a virtual one). A received pause ending
-        is not a tick's work: ``next_send_time`` counts a paused queue from its end."""
-        if self._timers_moved:
-            own = self._next_sweep if self._vlans else None
-            for watchdog in self._watchdogs:
-                if own is None or watchdog.due < own:
-                    own = watchdog.due
-            self._own_timer, self._timers_moved = own, False
-        due = self._own_timer
-        if self._refreshes:  # a PG in XOFF (or a stale entry)
-            at = refresh.earliest(self._refreshes)
-            if at is not None and (due is None or at < due):
-                due = at
-        for router in (self._router, self._router6):
-            at = router.next_timer()  # kept by the router until a neighbour's timer moves
-            if at is not None and (due is None or at < due):
-                due = at
-        return due
-
-    def set_watchdog_profile(self, profile: str) -> None:
-        """Switch every PFC watchdog to ``profile`` (``watchdog.WATCHDOG_PROFILES``); the
-        next poll is due at once."""
-        scale = self._watchdog_scale(profile, self.time_scale)
-        for watchdog in self._watchdogs:
-            watchdog.rescale(scale)
-        self._watchdog_at = -math.inf
-        self._timers_moved = True
-        self.pfc_watchdog = profile
-
-    @staticmethod
-    def _watchdog_scale(profile: str, time_scale: float | None) -> float:
-        if profile not in WATCHDOG_PROFILES:
-            raise ValueError(f"PFC watchdog profile {profile!r} is not one of "
-                             f"{', '.join(WATCHDOG_PROFILES)}")
-        return time_scale if profile == FABRIC and time_scale is not None else 1.0
 
     def dequeue(self, port: str, now: float) -> bytes | None:
         """The next frame ``port`` puts on the wire at ``now``, or None while its wire is
