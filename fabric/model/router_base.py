@@ -3,10 +3,10 @@
 ``router.Router`` (ARP) and ``router6.Router6`` (neighbour discovery) are built alike over
 the switch's L3 interfaces and keep the same state: a routing table rebuilt from connected
 subnets, static routes and a routing protocol's routes; a per-destination route cache; a
-neighbour cache whose entries are created on demand, retried, given up, re-probed when old,
-and hold packets while they resolve. That construction and bookkeeping lives here once; each
-family adds its header handling, its static-route binding, its resolution messages
-(``_request``) and its ECMP hash.
+neighbour cache whose entries are created on demand (a route's next hops as soon as the
+route is installed), retried, given up, re-probed when old, and hold packets while they
+resolve. That construction and bookkeeping lives here once; each family adds its header
+handling, its static-route binding, its resolution messages (``_request``) and its ECMP hash.
 """
 from __future__ import annotations
 
@@ -39,9 +39,17 @@ class RouterBase:
     clearing when the table or the set of neighbours changes. Packets wait in an entry while
     it resolves (``_send_ip``) and are sent once it has (``_learn``).
 
+    The next hops of installed routes are asked for at the next ``tick``, due at once
+    (``rebuild``'s time; 0.0 for the table built with the router), not when a first packet
+    needs them: SONiC's routeorch asks for every next hop it cannot program yet
+    (``NeighOrch::resolveNeighbor``, which nbrmgrd turns into a kernel ARP or NS), so a
+    switch has its routes' next hops resolved before traffic comes. A directly connected
+    destination is still resolved by the packet that needs it.
+
     ``next_timer`` walks every entry, and its callers ask after every frame, so the answer is
-    kept until an entry's timer moves: ``timers_moved`` is set where a next hop starts
-    resolving (``_send_ip``) or is learned (``_learn``), in ``tick`` and in ``_forget``.
+    kept until an entry's timer moves: ``timers_moved`` is set where a next hop is queued
+    (``rebuild``), starts resolving (``_start_resolving``) or is learned (``_learn``), in
+    ``tick`` and in ``_forget``.
     """
 
     TRIES: int
@@ -77,7 +85,10 @@ class RouterBase:
         self._learned: dict[tuple[int, int], LearnedRoute] = {}
         self.table = RoutingTable(self.MASKS)
         self._cache: dict[int, tuple[Neighbor, ...] | str] = {}
-        self.rebuild()
+        # installed routes' next hops not asked for yet (``tick`` asks), by neighbour key
+        self._to_resolve: dict[tuple[str, int], Neighbor] = {}
+        self._resolve_at = 0.0  # when ``_to_resolve`` was first filled: ``tick`` is due
+        self.rebuild(0.0)
 
     # --- what a family supplies ------------------------------------------------------------
 
@@ -126,12 +137,13 @@ class RouterBase:
     def learned(self) -> dict[tuple[int, int], LearnedRoute]:
         return dict(self._learned)
 
-    def rebuild(self) -> None:
+    def rebuild(self, now: float) -> None:
         """Recompute the active table from interface states (a down interface takes its
         connected subnets and the next hops through it away; a static route with no next
         hop left is not installed, so a less specific one can take over; protocol routes
-        are bound to the interfaces by name) and forget the neighbours of down interfaces,
-        dropping what they held."""
+        are bound to the interfaces by name), forget the neighbours of down interfaces,
+        dropping what they held, and queue the installed routes' unresolved next hops for
+        the next ``tick``."""
         table, version = RoutingTable(self.MASKS), self.VERSION
         for iface in self.interfaces.values():
             if iface.up:
@@ -155,6 +167,15 @@ class RouterBase:
         for key, nh in list(self.neighbors.items()):
             if not nh.iface.up:
                 self._forget(key, nh, PORT_DOWN)
+        for route in table.routes():
+            for ip, iface in route.nexthops:
+                if ip is not None:
+                    nh = self.neighbor(iface, ip)
+                    if nh.state == NEW:
+                        if not self._to_resolve:
+                            self._resolve_at = now
+                        self._to_resolve[iface.name, ip] = nh
+                        self.timers_moved = True
 
     def resolve(self, dst: int) -> tuple[Neighbor, ...] | str:
         """The next-hop neighbours for ``dst`` (one per ECMP member), or a drop reason;
@@ -186,15 +207,21 @@ class RouterBase:
             return self.QUEUE_FULL
         nh.pending.append((owner, packet, prio, cls))
         if nh.state == NEW:
-            nh.state = INCOMPLETE
-            nh.tries = 1
-            nh.next_retry = now + self.RETRY_S
-            self.timers_moved = True
-            self._request(nh, out, now)
+            self._start_resolving(nh, out, now)
         return HELD
+
+    def _start_resolving(self, nh: Neighbor, out: list, now: float) -> None:
+        """The first request for ``nh``; ``tick`` retries it."""
+        self._to_resolve.pop((nh.iface.name, nh.ip), None)
+        nh.state = INCOMPLETE
+        nh.tries = 1
+        nh.next_retry = now + self.RETRY_S
+        self.timers_moved = True
+        self._request(nh, out, now)
 
     def _learn(self, nh: Neighbor, mac: bytes, out: list, now: float) -> None:
         """Record ``mac`` for ``nh`` and send what it held."""
+        self._to_resolve.pop((nh.iface.name, nh.ip), None)  # learned before it was asked for
         nh.resolved(mac, now)
         self.timers_moved = True
         pending, nh.pending = nh.pending, []
@@ -214,12 +241,16 @@ class RouterBase:
             owner.settle(reason)
         nh.pending.clear()
         del self.neighbors[key]
+        self._to_resolve.pop(key, None)
         self.timers_moved = True
         self._cache.clear()  # cached routes may hold this neighbour object
 
     def tick(self, now: float, out: list) -> None:
-        """Retry or give up on unresolved next hops, re-probe old entries."""
+        """Send the first request for new route next hops, retry or give up on unresolved
+        next hops, re-probe old entries."""
         self.timers_moved = True
+        for nh in list(self._to_resolve.values()):
+            self._start_resolving(nh, out, now)
         for key, nh in list(self.neighbors.items()):
             state = nh.state
             if state == INCOMPLETE or state == PROBE:
@@ -238,11 +269,12 @@ class RouterBase:
                 self._request(nh, out, now)
 
     def next_timer(self) -> float | None:
-        """When ``tick`` next has work: a retry of a next hop being resolved, or the end of
-        a resolved one's lifetime (None: no neighbour has a timer running)."""
+        """When ``tick`` next has work: at once for a route's next hop not yet asked for, a
+        retry of a next hop being resolved, or the end of a resolved one's lifetime (None:
+        no neighbour has a timer running)."""
         if not self.timers_moved:
             return self._next_timer
-        due = None
+        due = self._resolve_at if self._to_resolve else None
         for nh in self.neighbors.values():
             state = nh.state
             if state == INCOMPLETE or state == PROBE:

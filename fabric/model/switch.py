@@ -306,8 +306,8 @@ class Switch(SwitchTimers, SwitchReport):
                 bridge.flush_port(state)
             for queue in range(8):  # a dead wire sends nothing: the queues are lost
                 self._flush(state, queue, self._now, PORT_DOWN)
-        self._router.rebuild()
-        self._router6.rebuild()
+        self._router.rebuild(self._now)
+        self._router6.rebuild(self._now)
 
     def update_routes(self, changes: dict[IPNetwork, LearnedRoute | None]) -> None:
         """Install or withdraw (None) protocol routes, IPv4 and IPv6, then rebuild each
@@ -318,9 +318,9 @@ class Switch(SwitchTimers, SwitchReport):
             router = self._router if prefix.version == 4 else self._router6
             router.learn(route, int(prefix.network_address), prefix.prefixlen)
         if any(prefix.version == 4 for prefix in changes):
-            self._router.rebuild()
+            self._router.rebuild(self._now)
         if any(prefix.version == 6 for prefix in changes):
-            self._router6.rebuild()
+            self._router6.rebuild(self._now)
 
     def learned_routes(self) -> dict[IPNetwork, LearnedRoute]:
         learned: dict[IPNetwork, LearnedRoute] = {

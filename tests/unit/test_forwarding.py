@@ -352,15 +352,20 @@ def test_arp_reply_for_a_routed_port_address():
 
 
 def test_no_arp_reply_for_other_addresses():
+    """No answer for another interface's address (no proxy ARP). Such an ARP teaches the
+    switch nothing, unless its sender has an entry already, as spine1 has from the moment
+    its route is installed: then it refreshes it, as Linux updates any entry it has."""
     sw = leaf1()
     request = arp(1, H1, H1_IP, "10.1.1.99")
     assert sw.receive("Ethernet8", request, 0.0) == [("Ethernet12", request)]  # bridged only
     assert sw.receive("Ethernet0", arp(1, SPINE1, SPINE1_IP, "10.0.0.3"), 0.0) == []  # not this if
     assert sw.receive("Ethernet0", arp(1, SPINE1, SPINE1_IP, "10.0.0.7"), 0.0) == []
+    stranger = arp(1, "02:52:4c:00:00:09", "10.0.0.9", "10.0.0.1")  # no entry, not on-link
+    assert sw.receive("Ethernet4", stranger, 0.0) == []
     request_other_if = arp(1, H1, H1_IP, "10.0.0.1")
     assert sw.receive("Ethernet8", request_other_if, 0.0) == [("Ethernet12", request_other_if)]
-    assert drops(sw) == {"arp_not_for_us": 2}
-    assert sw.counters()["arp"] == []  # nothing learned from ARP not addressed to us
+    assert drops(sw) == {"arp_not_for_us": 1}  # the stranger's; spine1's went to the CPU
+    assert [e["ip"] for e in sw.counters()["arp"]] == [SPINE1_IP]  # not h1, not the stranger
 
 
 def test_svi_answers_even_when_the_vlan_has_no_other_member_up():
@@ -627,17 +632,52 @@ def test_malformed_ip_is_dropped():
 
 # === ARP timers ===============================================================================
 
+def test_route_next_hops_are_resolved_before_a_packet_needs_them():
+    """SONiC asks for a route's next hops when it installs the route (routeorch ->
+    ``NeighOrch::resolveNeighbor`` -> nbrmgrd -> the kernel's ARP), not when the first
+    packet comes: the switch's first tick, due at once, asks both spines, so once they
+    answered the first packet to 10.1.2.0/24 goes straight through."""
+    sw = leaf1()
+    assert sw.next_timer() == 0.0
+    out = sw.tick(0.0)
+    assert [(p, Ether(f)[ARP].op, Ether(f)[ARP].pdst) for p, f in out] == [
+        ("Ethernet0", 1, SPINE1_IP), ("Ethernet4", 1, SPINE2_IP)]
+    resolve_spines(sw, now=1e-6)
+    frame = udp(RMAC, H1, H1_IP, H3_IP, sport=50000)
+    out = sw.receive("Ethernet8", frame, 2e-6)
+    assert [p for p, _ in out] == [SPINE_PORT[expected_spine(H1_IP, H3_IP, 50000)]]
+    assert Ether(out[0][1])[IP].ttl == 63
+    assert sw.counters()["ports"]["Ethernet8"]["forwarded"] == 1
+
+
+def test_a_route_coming_back_asks_for_its_next_hop_at_once():
+    """A link back up reinstalls the routes through it, whose next hop is asked for at the
+    next tick, due at the switch's time (not at 0.0)."""
+    sw = leaf1()
+    sw.tick(0.0)
+    resolve_spines(sw, now=0.5)
+    sw.tick(5.0)
+    sw.set_port_up("Ethernet0", False)  # spine1 forgotten
+    sw.set_port_up("Ethernet0", True)
+    assert sw.next_timer() == 5.0
+    out = sw.tick(5.0)
+    assert [(p, Ether(f)[ARP].pdst) for p, f in out] == [("Ethernet0", SPINE1_IP)]
+
 def test_arp_retries_every_second_and_gives_up_after_three_requests():
+    """The spines are asked for at the switch's first tick, again every second, and given
+    up after three requests, dropping the packet that waited for one."""
     sw = leaf1()
     frame = udp(RMAC, H1, H1_IP, H3_IP, sport=50000)
     port = SPINE_PORT[expected_spine(H1_IP, H3_IP, 50000)]
-    requests_at = []
-    for now in [0.0] + [round(0.1 * i, 1) for i in range(1, 60)]:
-        out = sw.receive("Ethernet8", frame, now) if now == 0.0 else sw.tick(now)
+    requests = []
+    for now in [round(0.1 * i, 1) for i in range(60)]:
+        out = sw.tick(now)
+        if now == 0.0:
+            assert sw.receive("Ethernet8", frame, now) == []  # held: its spine is asked for
         for p, f in out:
-            assert p == port and Ether(f)[ARP].op == 1
-            requests_at.append(now)
-    assert requests_at == [0.0, 1.0, 2.0]
+            assert Ether(f)[ARP].op == 1
+            requests.append((now, p))
+    assert requests == [(t, p) for t in (0.0, 1.0, 2.0) for p in ("Ethernet0", "Ethernet4")]
     c = sw.counters()
     assert c["ports"]["Ethernet8"]["held"] == 0
     assert c["ports"]["Ethernet8"]["drops"] == {"arp_unresolved": 1}
@@ -655,7 +695,8 @@ def test_ticks_at_next_timer_send_the_arp_retries_on_time():
     requests_at = [0.0] * len(sw.receive("Ethernet8", frame, 0.0))
     while (due := sw.next_timer()) is not None and due < 5.0:
         requests_at += [due] * sum(Ether(f).haslayer(ARP) for _, f in sw.tick(due))
-    assert requests_at == [0.0, 1.0, 2.0]
+    # the packet's spine at once, the other at the tick due at once, then both retried
+    assert requests_at == [0.0, 0.0, 1.0, 1.0, 2.0, 2.0]
     assert sw.counters()["ports"]["Ethernet8"]["drops"] == {"arp_unresolved": 1}
     resolved = leaf1()
     resolve_spines(resolved, now=0.0)

@@ -203,19 +203,20 @@ def test_echo_to_any_switch_address_is_answered_from_that_address(target):
 def test_unanswered_solicitations_give_up_after_three_and_drop_the_held_packets():
     sw = leaf1(extra_routes=(StaticRoute(IPv6Network("2001:db8:9::/48"),
                                          (IPv6Address(SPINE1_IP),)),))
-    sw.receive("Ethernet8", udp6(H1_IP, "2001:db8:9::1"), 0.0)
+    assert len(sw.tick(0.0)) == 2  # the routes' next hops, both spines, solicited at once
+    assert sw.receive("Ethernet8", udp6(H1_IP, "2001:db8:9::1"), 0.0) == []  # held
     sent = [len(sw.tick(t)) for t in (0.5, 1.0, 2.0, 3.0)]
-    assert sent == [0, 1, 1, 0]  # NS at 0 (with the packet), 1, 2; given up at 3
+    assert sent == [0, 2, 2, 0]  # NS at 0, 1, 2; given up at 3
     assert sw.counters()["ports"]["Ethernet8"]["drops"] == {"ndp_unresolved": 1}
 
 
 def test_a_solicitation_retry_is_a_timer_the_switch_reports():
     """Whoever ticks the switch when ``next_timer`` says (the agent, the simulator) must
     be woken for NDP retries as for ARP's."""
-    sw = leaf1(extra_routes=(StaticRoute(IPv6Network("2001:db8:9::/48"),
-                                         (IPv6Address(SPINE1_IP),)),))
-    sw.tick(0.0)  # the first FDB sweep, then one a second
-    sw.receive("Ethernet8", udp6(H1_IP, "2001:db8:9::1"), 0.25)  # solicited; retry at 1.25
+    sw = leaf1()
+    sw.tick(0.0)  # the first FDB sweep, then one a second; the spines solicited, again at 1
+    packet = udp6("2001:db8:1:2::5", "2001:db8:1:1::99", src_mac=SPINE1)  # to a new host
+    assert sw.receive("Ethernet0", packet, 0.25)  # solicited at once; retry at 1.25
     assert sw.next_timer() == 1.0
     sw.tick(1.0)
     assert sw.next_timer() == 1.25  # the retry, not the next sweep at 2.0
