@@ -7,10 +7,13 @@ Each simulator runs as a child process of this one, timed from outside alike (it
 the fabric's build and the run: what a user waits for), its peak RSS from ``wait4``. Work is
 counted as htsim counts it: frame-hops, one per frame a switch forwards, data and ACK/CNP
 alike (the switches' ``forwarded`` counters summed from the flows' start: the hosts' ARP
-before it is not counted, htsim has none). The ratio of wall times is the target; the ratio
-per frame-hop says how much of it is the work each does (htsim acknowledges every packet;
-rocelab's responder at most every 16th, and when its coalescing timer runs out: about four
-ACKs per 64 KiB message here).
+before it is not counted, htsim has none). Nothing waits for ARP once the flows start, as in
+htsim: the switches ask for their routes' next hops when the lab comes up (as SONiC does),
+the hosts for their gateways and on-link peers as the flows are set up; ``naks`` and
+``switch_drops`` (by reason) say why any flow resent. The ratio of wall times is the target;
+the ratio per frame-hop says how much of it is the work each does (htsim acknowledges every
+packet; rocelab's responder at most every 16th, and when its coalescing timer runs out:
+about four ACKs per 64 KiB message here).
 """
 from __future__ import annotations
 
@@ -56,6 +59,12 @@ def switch_frame_hops(lab) -> int:
                for port in sw.switch.counters()["ports"].values())
 
 
+def switch_drops(lab) -> dict[str, int]:
+    """Frames the lab's switches dropped, by reason, summed over the switches."""
+    from rocelab.fabric.model.counters import drop_totals
+    return drop_totals(*(sw.switch.counters()["drops"] for sw in lab.net.switches.values()))
+
+
 def host_order(topo) -> list[str]:
     """A generated lab's hosts in rack order (h1, h2, ... h10): htsim's numbering of the
     same hosts."""
@@ -83,6 +92,9 @@ def run_case(clab: Path, size: int) -> dict:
             # what the frame-hops are made of, summed over the flows
             "data_packets": sum(f["packets_sent"] for f in done),
             "retransmitted": sum(f["retransmitted"] for f in done),
+            # why a flow resent: the receivers' NAKs and the switches' drops, by reason
+            "naks": sum(f["receiver"]["naks_sent"] for f in done),
+            "switch_drops": switch_drops(lab),
             "acks": sum(f["receiver"]["acks_sent"] + f["receiver"]["naks_sent"] for f in done),
             "cnps": sum(f["receiver"]["cnps_sent"] for f in done),
             "complete": result["complete"],

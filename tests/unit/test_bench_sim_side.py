@@ -127,6 +127,7 @@ def test_the_case_run_counts_every_switch_on_the_path(tmp_path):
     assert got["complete"] and got["flows_completed"] == got["flows"] == 2
     assert got["frame_hops"] == 2 * 3 * (16 + 1)
     assert (got["data_packets"], got["acks"], got["cnps"], got["retransmitted"]) == (32, 2, 0, 0)
+    assert (got["naks"], got["switch_drops"]) == (0, {})
     assert 0 < got["simulated_s"] < 1e-4
 
 
