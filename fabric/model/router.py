@@ -10,9 +10,11 @@ the switch's MAC. It
 - decrements the TTL with an RFC 1624 checksum update and rewrites the MACs, leaving
   DSCP/ECN alone; TTL <= 1 is answered with ICMP time exceeded from the ingress
   interface's address, so traceroute shows each hop;
-- resolves next hops with ARP, holding up to 16 packets per next hop, retrying every
-  second and giving up after 3 requests; learned entries are re-probed after 600 s
-  (still used meanwhile) and forgotten when the probe goes unanswered;
+- resolves next hops with ARP (a route's next hops as soon as the route is installed, as
+  SONiC does; a directly connected host when a packet needs it), holding up to 16 packets
+  per next hop, retrying every second and giving up after 3 requests; learned entries are
+  re-probed after 600 s (still used meanwhile) and forgotten when the probe goes
+  unanswered;
 - answers ARP for the ingress interface's own addresses and ICMP echo for any of the
   switch's addresses (replies are routed back like any packet).
 

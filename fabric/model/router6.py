@@ -14,8 +14,9 @@ neighbour caches, timers). It
 - decrements the hop limit (IPv6 has no header checksum) and rewrites the MACs, leaving
   the traffic class (DSCP, ECN) alone; hop limit <= 1 is answered with ICMPv6 time
   exceeded from the ingress interface's address;
-- resolves next hops with neighbour solicitations to the solicited-node group, holding up
-  to 16 packets per next hop, retrying every second and giving up after 3 (RFC 4861's
+- resolves next hops with neighbour solicitations to the solicited-node group (a route's
+  next hops as soon as the route is installed, as the IPv4 side does), holding up to 16
+  packets per next hop, retrying every second and giving up after 3 (RFC 4861's
   MAX_MULTICAST_SOLICIT, RETRANS_TIMER); learned entries are re-probed after 600 s, as
   the IPv4 side does;
 - answers NS for the ingress interface's own addresses (router flag set) and ICMPv6 echo
