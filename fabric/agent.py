@@ -252,15 +252,22 @@ class Agent:
         """Send every frame whose time has come, then the XONs their departure raised."""
         dequeue = self.switch.dequeue
         for name in self.switch.backlogged():
-            port = self.ports[name]
+            port = self.ports.get(name)
             while (frame := dequeue(name, now)) is not None:
-                port.write(frame)
+                if port is not None:
+                    port.write(frame)
         self.transmit(self.switch.take_control())
 
     def transmit(self, out: list[tuple[str, bytes]]) -> None:
+        """Send what the model sends outside a received frame (timers, control). A PORT
+        entry with no wire here (a 32-port config wired on 4) loses its frames, as a port
+        with no cable does in the simulator: the ARP requests for a route whose next hop
+        sits behind it, say."""
         ports = self.ports
         for name, frame in out:
-            ports[name].write(frame)
+            port = ports.get(name)
+            if port is not None:
+                port.write(frame)
 
     def housekeeping(self, now: float) -> None:
         """Now and then, not per frame: close stale control connections, and bring back a

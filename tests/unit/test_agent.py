@@ -63,3 +63,14 @@ def test_frames_due_on_several_ports_reach_the_model_in_arrival_order(agent, mon
     agent.arrive(3.0)
     assert [(name, [f[:2] for f in frames]) for name, frames in got] == [
         ("Ethernet0", [b"a3", b"a4"])]
+
+
+def test_frames_for_a_port_with_no_wire_leave_into_nothing(agent):
+    """A PORT entry the agent has no wire for still gets the model's frames, here the ARP
+    requests for leaf1's spines at its first tick (the agent has no port at all): they are
+    lost, as the simulator loses a frame for a port with no cable, and the loop goes on."""
+    out = agent.switch.tick(0.0)
+    assert {name for name, _ in out} == {"Ethernet0", "Ethernet4"}
+    agent.transmit(out)
+    agent.pump(0.0)
+    assert agent.switch.backlogged() == []
