@@ -36,17 +36,26 @@ def test_next_timer_follows_xoff_and_xon_when_asked_after_every_frame():
 def test_next_timer_follows_a_next_hop_from_unresolved_to_resolved_to_forgotten():
     sw = routed_leaf1()
     router = sw._router
-    assert router.next_timer() is None  # no neighbour yet (and now kept)
-    sw.receive("Ethernet8", udp(RMAC, H1, H1_IP, H3_IP, sport=50000), 0.0)
-    assert router.next_timer() == ARP_RETRY_S  # the spine is being resolved
+    assert router.next_timer() == 0.0  # the route's next hops, to be asked for at once
+    sw.tick(0.0)
+    assert router.next_timer() == ARP_RETRY_S  # both spines are being resolved
+    assert sw.receive("Ethernet8", udp(RMAC, H1, H1_IP, H3_IP, sport=50000), 0.25) == []
     spine = expected_spine(H1_IP, H3_IP, 50000)
-    our_ip = "10.0.0.1" if spine == NEXTHOPS[0] else "10.0.0.3"
-    out = sw.receive(SPINE_PORT[spine], arp(2, SPINE_MAC[spine], spine, our_ip, dst_mac=RMAC,
-                                            hwdst=RMAC), 0.5)
-    assert [port for port, _ in out] == [SPINE_PORT[spine]]  # what it held goes out
+    other = NEXTHOPS[1] if spine == NEXTHOPS[0] else NEXTHOPS[0]
+
+    def reply(ip: str, now: float) -> list:
+        our_ip = "10.0.0.1" if ip == NEXTHOPS[0] else "10.0.0.3"
+        return sw.receive(SPINE_PORT[ip], arp(2, SPINE_MAC[ip], ip, our_ip, dst_mac=RMAC,
+                                              hwdst=RMAC), now)
+
+    assert [port for port, _ in reply(spine, 0.5)] == [SPINE_PORT[spine]]  # what it held
+    assert router.next_timer() == ARP_RETRY_S  # the other spine's retry
+    assert reply(other, 0.75) == []
     assert router.next_timer() == 0.5 + ARP_LIFETIME_S  # resolved: re-probed when old
     sw.set_port_up(SPINE_PORT[spine], False)
-    assert router.next_timer() is None  # forgotten with its port
+    assert router.next_timer() == 0.75 + ARP_LIFETIME_S  # forgotten with its port
+    sw.set_port_up(SPINE_PORT[other], False)
+    assert router.next_timer() is None
 
 
 def test_next_timer_is_the_earliest_refresh_over_ports_paused_at_different_times():
