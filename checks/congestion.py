@@ -110,11 +110,10 @@ class Incast:
         senders = self.senders if senders is None else senders
         share = self.per_input(fill)
         wired = {peer for _, peer, _ in self.upstream}
-        local = [s for s in senders if s in wired]
-        remote = [s for s in senders if s not in wired]
-        if not local:
-            return {s: share for s in senders}
-        return {s: share if s in wired else share / len(remote) for s in senders}
+        remote = sum(s not in wired for s in senders)
+        if remote == len(senders):
+            return dict.fromkeys(senders, share)
+        return {s: share if s in wired else share / remote for s in senders}
 
     def flows(self, qps: int, messages: int, mtu: int, fill: int | None = None,
               senders: tuple[str, ...] | None = None, at_least: int = 0
@@ -565,7 +564,7 @@ def ecn_load(lab: Lab, incast: Incast) -> Load:
     sized by the buffers alone may last 2-3 ms at 100G: it would judge mostly the start-up
     (docs/checks.md, "The checks")."""
     mtu = roce_mtu(lab, incast)
-    qps = load(lab, incast).qps
+    qps = incast.qps_to_overflow(QPS, mtu)  # ``load``'s
     per_message = (bottleneck_bps(lab, incast) * ECN_RUN_S / 8
                    / (len(incast.senders) * qps * MESSAGES))
     flows = incast.flows(qps, MESSAGES, mtu, at_least=whole_mtus(per_message, mtu))

@@ -115,6 +115,10 @@ class Port:
         self.sock.close()
 
 
+def _lost(frame: bytes) -> None:
+    """Where a frame for a PORT entry with no wire goes: nowhere."""
+
+
 class Agent:
     def __init__(self, switch: Switch, ports: dict[str, Port], control_path: Path,
                  name: str, trace_roots: list[Path] | None = None,
@@ -252,10 +256,10 @@ class Agent:
         """Send every frame whose time has come, then the XONs their departure raised."""
         dequeue = self.switch.dequeue
         for name in self.switch.backlogged():
-            port = self.ports.get(name)
+            port = self.ports.get(name)  # none: a PORT entry with no wire (``transmit``)
+            write = port.write if port is not None else _lost
             while (frame := dequeue(name, now)) is not None:
-                if port is not None:
-                    port.write(frame)
+                write(frame)
         self.transmit(self.switch.take_control())
 
     def transmit(self, out: list[tuple[str, bytes]]) -> None:
