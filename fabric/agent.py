@@ -115,10 +115,6 @@ class Port:
         self.sock.close()
 
 
-def _lost(frame: bytes) -> None:
-    """Where a frame for a PORT entry with no wire goes: nowhere."""
-
-
 class Agent:
     def __init__(self, switch: Switch, ports: dict[str, Port], control_path: Path,
                  name: str, trace_roots: list[Path] | None = None,
@@ -134,6 +130,7 @@ class Agent:
         self.running = True
         self.started = time.monotonic()
         self.housekeeping_at = self.started + HOUSEKEEPING_S
+        switch.wired(ports)
         for port in ports.values():
             port.on_fault = self.port_failed
             self.sel.register(port.sock, selectors.EVENT_READ, ("port", port))
@@ -256,22 +253,16 @@ class Agent:
         """Send every frame whose time has come, then the XONs their departure raised."""
         dequeue = self.switch.dequeue
         for name in self.switch.backlogged():
-            port = self.ports.get(name)  # none: a PORT entry with no wire (``transmit``)
-            write = port.write if port is not None else _lost
+            write = self.ports[name].write  # only a wired port is up (``Switch.wired``)
             while (frame := dequeue(name, now)) is not None:
                 write(frame)
         self.transmit(self.switch.take_control())
 
     def transmit(self, out: list[tuple[str, bytes]]) -> None:
-        """Send what the model sends outside a received frame (timers, control). A PORT
-        entry with no wire here (a 32-port config wired on 4) loses its frames, as a port
-        with no cable does in the simulator: the ARP requests for a route whose next hop
-        sits behind it, say."""
+        """Send what the model sends outside a received frame (timers, control)."""
         ports = self.ports
         for name, frame in out:
-            port = ports.get(name)
-            if port is not None:
-                port.write(frame)
+            ports[name].write(frame)
 
     def housekeeping(self, now: float) -> None:
         """Now and then, not per frame: close stale control connections, and bring back a
@@ -302,7 +293,7 @@ class Agent:
         self.sel.unregister(port.sock)
         if port.line is not None:  # frames on a cut cable never arrive
             port.line.frames.clear()
-        self.switch.set_port_up(port.name, False)
+        self.switch.set_link_up(port.name, False)
         self.log(f"{port.name} ({port.iface}) down: {port.fault}; "
                  "the port is back when its interface is up again")
 
@@ -319,7 +310,7 @@ class Agent:
         self.fds[port.name] = fresh.fd
         self.sel.register(fresh.sock, selectors.EVENT_READ, ("port", fresh))
         port.close()
-        self.switch.set_port_up(port.name, port.name not in self.commands.admin_down)
+        self.switch.set_link_up(port.name, True)
         self.log(f"{port.name} ({port.iface}) up again")
 
     def close(self) -> None:

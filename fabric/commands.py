@@ -66,7 +66,6 @@ class Commands:
         self.trace: Trace | None = None
         self.last_trace: TraceEnd | None = None  # ended by itself, until trace_stop asks
         self.trace_failures = 0
-        self.admin_down: set[str] = set()  # ports taken down with the ``port`` command
         self.control: ControlServer | None = None
         self.route_sync: RouteSync | None = None
 
@@ -92,9 +91,7 @@ class Commands:
             counters["agent"] = self.status()
             return {"ok": True, "counters": counters}
         if cmd == "port":
-            port, up = request["port"], request["up"]
-            (self.admin_down.discard if up else self.admin_down.add)(port)
-            self.switch.set_port_up(port, up and self.ports[port].fault is None)
+            self.switch.set_port_up(request["port"], request["up"])
             return {"ok": True}
         if cmd == "clear_fidelity":
             self.switch.clear_fidelity()

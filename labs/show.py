@@ -55,9 +55,6 @@ def _sub(now, then):
     return now
 
 
-GAUGES = ("depth_bytes", "depth_packets", "watermark_bytes", "stormed", "events", "admin_up")
-
-
 def delta(now: dict, then: dict | None) -> dict:
     """A switch's counters since the snapshot ``then``: every count minus its snapshot, the
     gauges (queue depth, watermarks, watchdog state) as they are now; watchdog events
@@ -75,7 +72,8 @@ def delta(now: dict, then: dict | None) -> dict:
             current = now["ports"][port]["watchdog"][q]
             wd.update(stormed=current["stormed"], action=current["action"],
                       events=current["events"][len(old):])
-        entry["admin_up"] = now["ports"][port]["admin_up"]
+        for state in ("admin_up", "oper_up"):
+            entry[state] = now["ports"][port][state]
     return out
 
 
@@ -145,7 +143,7 @@ def pfcwd_stats(counters: dict[str, dict]) -> Rows:
 def interfaces_counters(counters: dict[str, dict]) -> Rows:
     """``show interfaces counters``: per port, state, frames received and sent, and drops
     (RX_DRP: every ingress drop reason, TX_DRP: every egress one)."""
-    return [{"switch": switch, "IFACE": _alias(port, e), "STATE": "U" if e["admin_up"] else "D",
+    return [{"switch": switch, "IFACE": _alias(port, e), "STATE": "U" if e["oper_up"] else "D",
              "RX_OK": e["rx_packets"] - sum(e["drops"].values()),
              "RX_DRP": sum(e["drops"].values()), "TX_OK": e["tx_packets"],
              "TX_DRP": sum(e["egress_drops"].values()),

@@ -26,13 +26,15 @@ UNCONFIGURED = "unconfigured"  # neither: every frame is dropped (port_unconfigu
 class PortState:
     """One port of the switch, as the forwarding path sees it."""
 
-    __slots__ = ("name", "up", "mtu", "role", "native_vlan", "vlans", "interface", "qos",
+    __slots__ = ("name", "admin_up", "link_up", "up", "mtu", "role", "native_vlan", "vlans", "interface", "qos",
                  "by_dscp", "by_prio", "queue_of", "counters", "egress", "pgs", "pfc",
                  "pfc_tx")
 
-    def __init__(self, name: str, up: bool, mtu: int, qos: PortClassifier) -> None:
+    def __init__(self, name: str, admin_up: bool, mtu: int, qos: PortClassifier) -> None:
         self.name = name
-        self.up = up
+        self.admin_up = admin_up  # PORT admin_status, or the ``port`` command
+        self.link_up = True  # a wire with a live peer: false with no cable, or a cut one
+        self.up = admin_up  # oper state, what forwarding reads: admin and link both up
         self.mtu = mtu  # largest L3 packet (Ethernet payload) the port carries
         self.role = UNCONFIGURED
         # VLAN that untagged and priority-tagged (VID 0) frames belong to, if any.

@@ -48,7 +48,7 @@ argument, so timers (FDB aging, ARP retries, pauses, pacing) run on the caller's
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from ipaddress import IPv4Network, IPv6Network
 
 from ..config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, IPNetwork, SwitchConfig
@@ -292,12 +292,31 @@ class Switch(SwitchTimers, SwitchReport):
         egress.tx_enabled = enabled
 
     def set_port_up(self, port: str, up: bool) -> None:
-        """Admin (or link) state change: a down port neither receives nor transmits, its
-        FDB entries are flushed, routes through it are withdrawn (ECMP shrinks to the
-        remaining next hops) and its neighbours forgotten."""
-        state = self._ports.get(port)
-        if state is None:
-            raise KeyError(f"{self.hostname}: no port {port!r} in the PORT table")
+        """Admin state change (``config interface shutdown/startup``); the port is up (oper)
+        while admin and link both are (``_set_oper``)."""
+        state = self._port(port, "set_port_up")
+        state.admin_up = up
+        self._set_oper(state)
+
+    def set_link_up(self, port: str, up: bool) -> None:
+        """Link state change: a PORT entry with no cable (a 32-port config wired on 4) or a
+        wire cut is down whatever its admin state, as SONiC's oper status is."""
+        state = self._port(port, "set_link_up")
+        state.link_up = up
+        self._set_oper(state)
+
+    def wired(self, ports: Iterable[str]) -> None:
+        """Only ``ports`` have a cable: every other PORT entry's link is down, so no route,
+        neighbour or flood goes out of it (both runtimes call this once, when wired)."""
+        cabled = set(ports)
+        for name in self._ports:
+            self.set_link_up(name, name in cabled)
+
+    def _set_oper(self, state: PortState) -> None:
+        """A down port neither receives nor transmits, its FDB entries are flushed, routes
+        through it are withdrawn (ECMP shrinks to the remaining next hops) and its
+        neighbours forgotten."""
+        up = state.admin_up and state.link_up
         if state.up == up:
             return
         state.up = up

@@ -136,7 +136,8 @@ class SwitchReport:
     def _port_counters(self, port: PortState, now: float) -> dict:
         """One port's counters: dispositions, per-PG buffer state, per-queue egress state,
         PFC both ways, and the fidelity figures (scheduler lateness, headroom use)."""
-        entry = {"admin_up": port.up, "role": port.role, **port.counters.as_dict()}
+        entry = {"admin_up": port.admin_up, "oper_up": port.up, "role": port.role,
+                 **port.counters.as_dict()}
         egress = port.egress.as_dict(now)
         for pg, buffer in enumerate(port.pgs):
             entry["pgs"][str(pg)].update(buffer.as_dict(now))

@@ -40,6 +40,7 @@ class SimSwitch:
         self._events = self._sampled_events = 0  # activity, and as of the last sample
 
     def start(self) -> None:
+        self.switch.wired(self.wires)  # a PORT entry with no cable is down
         self._arm_tick()
 
     # --- the data path ----------------------------------------------------------------
@@ -59,9 +60,7 @@ class SimSwitch:
     def _send(self, out: list[tuple[str, bytes]]) -> None:
         wires = self.wires
         for port, frame in out:
-            wire = wires.get(port)
-            if wire is not None:  # a port with no cable: the frame leaves into nothing
-                wire.send(frame)
+            wires[port].send(frame)
 
     def _arm(self, ports) -> None:
         """A wake for each of ``ports`` that has frames queued, at its next send time,
@@ -86,10 +85,9 @@ class SimSwitch:
         if self.trace is not None:
             self._activity()
         now = self.engine.now
-        wire = self.wires.get(port)
+        send = self.wires[port].send
         while (frame := self.switch.dequeue(port, now)) is not None:
-            if wire is not None:
-                wire.send(frame)
+            send(frame)
         control = self.switch.take_control()
         if control:
             self._send(control)

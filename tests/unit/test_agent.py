@@ -13,6 +13,7 @@ from tests.unit.test_lossless import RATE, blast_until_pfc, learned, leaf1
 @pytest.fixture
 def agent(tmp_path):
     made = Agent(learned(leaf1()), {}, tmp_path / "leaf1.sock", "leaf1")
+    made.switch.wired(made.switch.counters()["ports"])  # as if cabled: no socket here
     yield made
     made.close()
 
@@ -65,12 +66,17 @@ def test_frames_due_on_several_ports_reach_the_model_in_arrival_order(agent, mon
         ("Ethernet0", [b"a3", b"a4"])]
 
 
-def test_frames_for_a_port_with_no_wire_leave_into_nothing(agent):
-    """A PORT entry the agent has no wire for still gets the model's frames, here the ARP
-    requests for leaf1's spines at its first tick (the agent has no port at all): they are
-    lost, as the simulator loses a frame for a port with no cable, and the loop goes on."""
-    out = agent.switch.tick(0.0)
-    assert {name for name, _ in out} == {"Ethernet0", "Ethernet4"}
-    agent.transmit(out)
-    agent.pump(0.0)
-    assert agent.switch.backlogged() == []
+def test_a_port_entry_with_no_wire_is_down(agent, tmp_path):
+    """A PORT entry the agent has no wire for (a 32-port config wired on 4) is oper-down
+    (``Switch.wired``): the first tick asks ARP of leaf1's spines only through wired ports,
+    so no frame ever goes to a port with no socket. Here the same switch with no port at
+    all asks nothing; wired (the fixture) it asks both spines."""
+    wired = {name for name, _ in agent.switch.tick(0.0)}
+    assert wired == {"Ethernet0", "Ethernet4"}
+    bare = Agent(learned(leaf1()), {}, tmp_path / "bare.sock", "leaf1")
+    try:
+        ports = bare.switch.counters()["ports"]
+        assert all(e["admin_up"] and not e["oper_up"] for e in ports.values())
+        assert bare.switch.tick(0.0) == []
+    finally:
+        bare.close()

@@ -301,9 +301,28 @@ def test_port_down_drops_rx_and_tx_and_flushes_its_stations():
     out = by_port(sw.receive("Ethernet8", raw_frame(b, a), 1.0))
     assert set(out) == {"Ethernet16", "Ethernet20"}  # b forgotten, flood skips the down port
     assert drops(sw, "Ethernet12") == {"port_down": 1}
-    assert sw.counters()["ports"]["Ethernet12"]["admin_up"] is False
+    entry = sw.counters()["ports"]["Ethernet12"]
+    assert (entry["admin_up"], entry["oper_up"]) == (False, False)
     sw.set_port_up("Ethernet12", True)
     assert "Ethernet12" in by_port(sw.receive("Ethernet8", raw_frame(b, a), 2.0))
+
+
+def test_a_port_with_no_cable_is_down_whatever_its_admin_state():
+    """A PORT entry with no wire (``Switch.wired``) is oper-down, as SONiC shows a port with
+    no cable: a flood skips it, and an admin startup does not bring it up; its cable does."""
+    sw = l2switch()
+    b = "02:00:00:00:00:0b"
+    sw.wired(["Ethernet8", "Ethernet16", "Ethernet20"])
+    assert set(by_port(sw.receive("Ethernet8", raw_frame(BCAST, b), 0.0))) == {
+        "Ethernet16", "Ethernet20"}
+    entry = sw.counters()["ports"]["Ethernet12"]
+    assert (entry["admin_up"], entry["oper_up"]) == (True, False)
+    sw.set_port_up("Ethernet12", False)
+    sw.set_port_up("Ethernet12", True)
+    assert "Ethernet12" not in by_port(sw.receive("Ethernet8", raw_frame(BCAST, b), 1.0))
+    sw.set_link_up("Ethernet12", True)
+    assert "Ethernet12" in by_port(sw.receive("Ethernet8", raw_frame(BCAST, b), 2.0))
+    assert sw.counters()["ports"]["Ethernet12"]["oper_up"] is True
 
 
 def test_rocev1_stays_in_its_l2_domain():
