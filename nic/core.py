@@ -112,14 +112,14 @@ class Nic:
     # --- set-up --------------------------------------------------------------------------
 
     def marking(self, kind: FrameKind) -> tuple[int, int]:
-        """(DSCP, ECN) this NIC puts on a kind of frame: data in the RoCE class with ECT(0)
-        when ECN is on, ACK/NAKs in the RoCE class, CNPs in their own."""
+        """(DSCP, ECN) this NIC puts on a kind of frame: data and ACK/NAKs in the RoCE
+        class, ECT(0) when ECN is on (a QP's traffic class goes on every packet it sends,
+        as the kernel's Soft-RoCE stamps it: a Not-ECT ACK would be dropped, not marked, by
+        the WRED of a lossless queue that drops); CNPs in their own class, Not-ECT."""
         roce = self.settings.roce
-        if kind == "data":
-            return roce.dscp, ECT0 if roce.ecn else 0
-        if kind == "ack":
-            return roce.dscp, 0
-        return self.settings.cnp.dscp, 0
+        if kind == "cnp":
+            return self.settings.cnp.dscp, 0
+        return roce.dscp, ECT0 if roce.ecn else 0
 
     def headers(self, kind: FrameKind, *, src_mac: str, dst_mac: str, src_ip: str,
                 dst_ip: str, sport: int) -> codec.Headers:

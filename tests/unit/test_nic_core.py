@@ -203,13 +203,17 @@ def test_messages_complete_across_the_psn_wrap():
     assert all(psn_diff(b_, a_) == 1 for a_, b_ in zip(psns, psns[1:]))
 
 
-def test_data_and_acks_carry_the_settings_marking():
-    a, b = sender_nic(SETTINGS, 2 * MTU, 1), receiver_nic(SETTINGS, 1)
+@pytest.mark.parametrize("ecn", [True, False])
+def test_data_and_acks_carry_the_settings_marking(ecn):
+    """The QP's traffic class on data and ACKs alike: the RoCE class, ECT(0) with ECN on."""
+    settings = SETTINGS.model_copy(update={"roce": SETTINGS.roce.model_copy(
+        update={"ecn": ecn})})
+    a, b = sender_nic(settings, 2 * MTU, 1), receiver_nic(settings, 1)
     loop = Loop(a, b)
     loop.run(until=1.0)
     tos = {i: {f[15] for _, j, f in loop.sent if j == i} for i in (0, 1)}
-    assert tos == {0: {SETTINGS.roce.dscp << 2 | ECT0},  # data: the RoCE class, ECT(0)
-                   1: {SETTINGS.roce.dscp << 2}}  # ACKs: the RoCE class, not ECT
+    marked = settings.roce.dscp << 2 | (ECT0 if ecn else 0)
+    assert tos == {0: {marked}, 1: {marked}}
     assert all(roce.verify_icrc(f) for _, _, f in loop.sent)
 
 
