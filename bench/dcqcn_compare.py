@@ -90,13 +90,13 @@ def record(lab_path: Path, byte_reset: int, seed: int, run_s: float = RUN_S
     """Simulate the lab's ECN-check incast (``run_s`` of the bottleneck at line rate) with
     ``byte_reset`` and record every QP's events; also return the sender's DCQCN settings
     (mlxconfig units) and its line rate."""
-    from rocelab.checks import congestion as cg
+    from rocelab.checks import incast as ic
     from rocelab.labs.runtimes.sim import simulated
     from rocelab.traffic import patterns
     lab = simulated(str(lab_path), seed=seed)
-    incast = cg.incast_of(lab)
-    mtu = cg.roce_mtu(lab, incast)
-    line_bps = cg.bottleneck_bps(lab, incast)
+    incast = ic.incast_of(lab)
+    mtu = ic.roce_mtu(lab, incast)
+    line_bps = ic.bottleneck_bps(lab, incast)
     per_message = line_bps * run_s / 8 / (len(incast.senders) * QPS * MESSAGES)
     size = math.ceil(per_message / mtu) * mtu
     flows = patterns.incast(incast.receiver, list(incast.senders), size, MESSAGES, QPS)

@@ -52,10 +52,10 @@ def frame_hops(lab) -> int:
 
 def engine_speed() -> dict:
     """The lossless incast of the checks, simulated; frame-hops/s and a profile."""
-    from rocelab.checks import congestion as cg
+    from rocelab.checks import incast as ic
     from rocelab.traffic import patterns
     lab = _lab(DEFAULT_LAB)
-    incast = cg.incast_of(lab)
+    incast = ic.incast_of(lab)
     mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
     flows = incast.flows(4, 2, mtu)
     hops0, events0 = frame_hops(lab), lab.engine.events
@@ -71,7 +71,7 @@ def engine_speed() -> dict:
     pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
     # the profiler slows every call alike; rates come from an unprofiled repeat
     lab = _lab(DEFAULT_LAB)
-    cg.incast_of(lab)
+    ic.incast_of(lab)
     hops0, start = frame_hops(lab), time.perf_counter()
     patterns.run(lab, flows, pattern="incast", timeout_s=90,
                  nic={"*": {"dcqcn": {"enabled": False}}})

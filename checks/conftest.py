@@ -31,7 +31,7 @@ import pytest
 
 from rocelab.checks import classes
 from rocelab.checks import sample
-from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 from rocelab.checks.paths import Paths
 from rocelab.checks.report import LAB_INFO, record_evidence, record_evidence_dir, results_dir
 from rocelab.labs import domains as l2
@@ -205,13 +205,13 @@ def lab(request) -> Iterator[Lab]:
 
 
 @pytest.fixture(scope="session")
-def incast(lab) -> cg.Incast:
-    """The lab's incast (``checks.congestion.incast_of``), found once for every check that
+def incast(lab) -> ic.Incast:
+    """The lab's incast (``checks.incast.incast_of``), found once for every check that
     congests it; skipped with the reason when the lab has none. Anything else it raises is
     the check's error, never a skip."""
     try:
-        return cg.incast_of(lab)
-    except cg.NoIncast as e:
+        return ic.incast_of(lab)
+    except ic.NoIncast as e:
         pytest.skip(str(e))
 
 

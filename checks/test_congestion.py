@@ -22,6 +22,7 @@ import pytest
 
 from rocelab.checks import classes
 from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 from rocelab.checks.congestion import (
     MAX_SLOWDOWN, MAX_XOFF_FRACTION, MESSAGES, MIN_BOTTLENECK_SHARE, QPS, STARTUP_S,
     after_startup, ecn_load, load,
@@ -68,7 +69,7 @@ def lossless_run(lab, incast, congestion_dir):
                          nic=DCQCN_OFF, timeout_s=sent.timeout_s)
 
 
-def keep(request, run: cg.Run, incast: cg.Incast) -> None:
+def keep(request, run: cg.Run, incast: ic.Incast) -> None:
     """Attach a run's evidence, plots and fidelity to the check."""
     record_fidelity(request, run.fidelity)
     for name in ("summary.json", "flows.json", "counters.json", "counters-startup.json"):
@@ -171,10 +172,10 @@ def test_lossy_class_drops_and_never_pauses(request, lab, incast, congestion_dir
     if fill is None:
         pytest.skip(f"no buffer limits PG {pg} or queue {queue} of {incast.switch} "
                     f"{incast.port}: DSCP {lossy_dscp} cannot drop there")
-    mtu = cg.roce_mtu(lab, incast)
+    mtu = ic.roce_mtu(lab, incast)
     flows = incast.flows(incast.qps_to_overflow(QPS, mtu, fill), MESSAGES + 1, mtu, fill)
     # long enough to finish, retransmissions included
-    timeout = cg.time_limit(lab, incast, cg.flow_bits(flows), 90.0)
+    timeout = ic.time_limit(lab, incast, ic.flow_bits(flows), 90.0)
     run = cg.run_incast(lab, incast, congestion_dir, "lossy", flows=flows, timeout_s=timeout,
                         dscp=lossy_dscp,
                         nic={"*": {"dcqcn": {"enabled": False}, "roce": {"ecn": False}}})
@@ -193,7 +194,7 @@ def test_headroom_too_small_drops(request, lab, incast, congestion_dir, lossless
     The headroom is cut to a quarter of one RoCE frame: the frame that crosses XOFF spills
     past it on its own, and so does any frame already on its way. The emulation then
     exceeds its headroom on purpose, so the fidelity recorded leaves that out."""
-    frame = cg.roce_mtu(lab, incast)
+    frame = ic.roce_mtu(lab, incast)
     shrunk = frame // 4
     sent = load(lab, incast)
     with variants.variant(lab, "headroom", congestion_dir, actions.headroom_of(shrunk)) as other:

@@ -23,6 +23,7 @@ import json
 import pytest
 
 from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 from rocelab.checks import variants
 from rocelab.checks import victim as vm
 from rocelab.checks.report import record_evidence, record_fidelity
@@ -35,7 +36,7 @@ MESSAGES = 2
 DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
 
 
-def victim_of(lab, incast: cg.Incast) -> patterns.FlowSpec | None:
+def victim_of(lab, incast: ic.Incast) -> patterns.FlowSpec | None:
     """A flow from a sender on another switch to a host of the congested switch that is
     not the receiver: it shares the paused links into the switch and nothing else (its
     sender sends nothing else, so it is left out of the incast)."""
@@ -44,7 +45,7 @@ def victim_of(lab, incast: cg.Incast) -> patterns.FlowSpec | None:
     local, remote = vm.sides(lab.topology, incast)
     # as much as an incast sender on the congested switch sends: it is on the wire for
     # the whole incast
-    size = incast.message_size(QPS, MESSAGES, cg.roce_mtu(lab, incast)) * QPS
+    size = incast.message_size(QPS, MESSAGES, ic.roce_mtu(lab, incast)) * QPS
     return patterns.FlowSpec(remote[0], local[0], size, MESSAGES, qp=99)
 
 
@@ -74,14 +75,14 @@ def edge_only_pfc(lab):
     return edit
 
 
-def measure(lab, incast: cg.Incast, victim, folder, name: str, nic) -> dict:
+def measure(lab, incast: ic.Incast, victim, folder, name: str, nic) -> dict:
     """The incast and the victim together; the figures a mode is judged by."""
     senders = tuple(s for s in incast.senders if s != victim.src)  # the victim's NIC is its own
-    flows = incast.flows(QPS, MESSAGES, cg.roce_mtu(lab, incast), senders=senders)
+    flows = incast.flows(QPS, MESSAGES, ic.roce_mtu(lab, incast), senders=senders)
     out = folder / name
-    bits = cg.flow_bits(flows + [victim])
-    timeout = cg.time_limit(lab, incast, bits, 180.0)
-    with cg.observe(lab, out, [], cg.line_span(lab, incast, bits), incast.switch) as seen:
+    bits = ic.flow_bits(flows + [victim])
+    timeout = ic.time_limit(lab, incast, bits, 180.0)
+    with cg.observe(lab, out, [], ic.line_span(lab, incast, bits), incast.switch) as seen:
         result = patterns.run(lab, flows + [victim], pattern=name, timeout_s=timeout, nic=nic)
     run = cg.Run(**vars(seen), name=name, result=result)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")

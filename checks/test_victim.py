@@ -19,6 +19,7 @@ import json
 import pytest
 
 from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 from rocelab.checks import variants
 from rocelab.checks import victim as vm
 from rocelab.checks.report import record_evidence, record_fidelity
@@ -28,7 +29,7 @@ from rocelab.traffic import patterns
 
 QPS = 4
 MESSAGES = 2
-VOLUME = 4  # x the incast's usual message size (congestion.Incast.message_size): the pauses
+VOLUME = 4  # x the incast's usual message size (incast.Incast.message_size): the pauses
 #             last long enough that the start-up transient does not decide the figures
 DCQCN_OFF = {"*": {"dcqcn": {"enabled": False}}}
 DCQCN_ON = {"*": {"dcqcn": {"enabled": True}}}
@@ -38,8 +39,8 @@ RECOVERED = 0.15  # with DCQCN it gets back at least this share of its goodput a
 @pytest.fixture(scope="session")
 def scenario(lab):
     try:
-        incast = cg.incast_of(lab)
-    except cg.NoIncast as e:
+        incast = ic.incast_of(lab)
+    except ic.NoIncast as e:
         pytest.skip(str(e))
     victim = vm.victim_of(lab.topology, incast)
     if victim is None:
@@ -54,20 +55,20 @@ def _goodput_gbps(flow: dict, result: dict) -> float:
     return flow["goodput_bps"] * result["time_scale"] / 1e9 if flow["complete"] else 0.0
 
 
-def measure(lab, incast: cg.Incast, victim: vm.Victim, folder, name: str, nic,
+def measure(lab, incast: ic.Incast, victim: vm.Victim, folder, name: str, nic,
             size: int) -> dict:
     """The remote incast and the victim together, observed (PFC captured on the shared
     links), each incast QP writing ``size``-byte messages; the victim's goodput and what
     the shared links saw."""
     remote = [h for h in victim.senders
-              if cg.attachment(lab.topology, h)[0] != incast.switch]
+              if ic.attachment(lab.topology, h)[0] != incast.switch]
     flows = patterns.incast(incast.receiver, remote, size, MESSAGES, QPS)
     mine = victim.flow(size * QPS, MESSAGES)
     out = folder / name
-    bits = cg.flow_bits(flows + [mine])
-    timeout = cg.time_limit(lab, incast, bits, 600.0)
+    bits = ic.flow_bits(flows + [mine])
+    timeout = ic.time_limit(lab, incast, bits, 600.0)
     with cg.observe(lab, out, [(incast.switch, i) for i in victim.shared],
-                    cg.line_span(lab, incast, bits), incast.switch) as seen:
+                    ic.line_span(lab, incast, bits), incast.switch) as seen:
         result = patterns.run(lab, flows + [mine], pattern=name, timeout_s=timeout, nic=nic)
     (out / "flows.json").write_text(json.dumps(result, indent=1) + "\n")
     run = cg.Run(**vars(seen), name=name, result=result)
@@ -90,7 +91,7 @@ def figures(lab, scenario, results):
     incast, victim = scenario
     folder = results / "victim"
     folder.mkdir(exist_ok=True)
-    mtu = cg.roce_mtu(lab, incast)
+    mtu = ic.roce_mtu(lab, incast)
     size = incast.message_size(QPS, MESSAGES, mtu) * VOLUME
     # on a fresh copy: the runs' start phases, and so DCQCN's outcome, must not depend on
     # which checks ran on the lab before

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import congestion as cg
+from . import incast as ic
 from . import tune_report as rep
 from .tune_apply import apply, check_points, copy_lab
 from .tune_fanout import run
@@ -76,7 +76,7 @@ def plan(spec: str, *, points: int = DEFAULT_POINTS, seed: int = 0, seeds: int =
         raise SpaceError(f"--fraction {fraction:g}: between 0 (excluded) and 1")
     lab = simulated(spec, seed=seed)
     try:
-        bps = cg.bottleneck_bps(lab, cg.incast_of(lab))
+        bps = ic.bottleneck_bps(lab, ic.incast_of(lab))
     finally:
         lab.down()
     clab = str(Path(lab.topology_path).resolve())

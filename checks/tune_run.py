@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from . import congestion as cg
+from . import incast as ic
 from .tune_apply import apply, copy_lab
 from ..labs import topology
 from ..labs.runtimes.sim import SimLab, simulated
@@ -40,19 +41,19 @@ class Task:
     #                        needs the whole (1)
 
 
-def flows(lab: SimLab, incast: cg.Incast, scenario: str, fraction: float = 1.0
+def flows(lab: SimLab, incast: ic.Incast, scenario: str, fraction: float = 1.0
           ) -> tuple[list[patterns.FlowSpec], float]:
-    """The scenario's flows and its time limit (``congestion.time_limit``), messages cut to
+    """The scenario's flows and its time limit (``incast.time_limit``), messages cut to
     ``fraction`` of their size (whole MTUs, one at least)."""
-    mtu = cg.roce_mtu(lab, incast)
-    into = [replace(f, size=cg.whole_mtus(f.size * fraction, mtu))
+    mtu = ic.roce_mtu(lab, incast)
+    into = [replace(f, size=ic.whole_mtus(f.size * fraction, mtu))
             for f in cg.ecn_load(lab, incast).flows]
     hosts = sorted([incast.receiver, *incast.senders])
     pairs = len(hosts) * (len(hosts) - 1)
-    per_message = cg.flow_bits(into) / 8 / (pairs * cg.MESSAGES)
-    among = patterns.alltoall(hosts, cg.whole_mtus(per_message, mtu), cg.MESSAGES)
+    per_message = ic.flow_bits(into) / 8 / (pairs * cg.MESSAGES)
+    among = patterns.alltoall(hosts, ic.whole_mtus(per_message, mtu), cg.MESSAGES)
     chosen = {"incast": into, "alltoall": among, "both": into + among}[scenario]
-    return chosen, cg.time_limit(lab, incast, cg.flow_bits(chosen), 180.0)
+    return chosen, ic.time_limit(lab, incast, ic.flow_bits(chosen), 180.0)
 
 
 def pause_fraction(run: cg.Run) -> float:
@@ -67,7 +68,7 @@ def pause_fraction(run: cg.Run) -> float:
     return worst / run.window_s()
 
 
-def figures(lab: SimLab, incast: cg.Incast, run: cg.Run) -> dict:
+def figures(lab: SimLab, incast: ic.Incast, run: cg.Run) -> dict:
     """The measures of one run: pause fraction, the bottleneck's share of its line rate
     (after the start-up), flow completion p50 / p99 (fabric seconds), CE marks, CNPs,
     drops (every reason, every switch) and retransmissions; for the incast, the ECN check's
@@ -75,7 +76,7 @@ def figures(lab: SimLab, incast: cg.Incast, run: cg.Run) -> dict:
     fct = [f["elapsed_s"] for f in run.result["flows"]]
     out = {"pause_fraction": round(pause_fraction(run), 4),
            "share": round(run.line_share(incast.switch, incast.port,
-                                         cg.bottleneck_bps(lab, incast)), 4),
+                                         ic.bottleneck_bps(lab, incast)), 4),
            "fct_p50_s": float(np.percentile(fct, 50)), "fct_p99_s": float(np.percentile(fct, 99)),
            "ce_marks": run.marks(), "cnps": run.cnps(),
            "drops": sum(run.drop_reasons().values()), "drop_reasons": run.drop_reasons(),
@@ -91,7 +92,7 @@ def measure(task: Task) -> dict:
         clab = copy_lab(topo, Path(scratch) / "lab")
         apply(topo, clab, task.point)
         lab = simulated(str(clab), seed=task.seed)
-        incast = cg.incast_of(lab)
+        incast = ic.incast_of(lab)
         chosen, timeout_s = flows(lab, incast, task.scenario, task.fraction)
         run = cg.run_incast(lab, incast, Path(scratch) / "runs", task.scenario, flows=chosen,
                             timeout_s=timeout_s, startup_s=cg.STARTUP_S * task.fraction)

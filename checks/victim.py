@@ -1,7 +1,7 @@
 """Victim flows: congestion spreading through PFC to a flow that never crosses the congested
 port.
 
-The incast (``checks.congestion.incast_of``) congests a switch C at its port toward the
+The incast (``checks.incast.incast_of``) congests a switch C at its port toward the
 receiver. The victim is a flow from a sender on another switch V to *another* host on C
 (not the receiver): it shares with the incast only the links between V and C, which C
 pauses when its ingress PG on them reaches XOFF. Its sender sends nothing else (it leaves the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .congestion import Incast, attachment, port_speed
+from .incast import Incast, attachment, port_speed
 from ..labs.topology import Topology
 from ..traffic import patterns
 
@@ -53,7 +53,7 @@ def sides(topo: Topology, incast: Incast) -> tuple[list[str], list[str]]:
 def no_victim(topo: Topology, incast: Incast) -> str | None:
     """Why the lab has no victim flow (``victim_of`` is None), None when it has one. True
     for any congested switch: the receiver's leaf, or a spine where leaves with one uplink
-    meet (``congestion.converge``), which has no host wired to it at all."""
+    meet (``incast.converge``), which has no host wired to it at all."""
     local, remote = sides(topo, incast)
     switch, receiver = incast.switch, incast.receiver
     why = []

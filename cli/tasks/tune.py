@@ -30,7 +30,7 @@ def tune(c, name, results="", points=6, grid=0, seed=0, seeds=1, bound=None, wor
     """Sweep WRED/ECN (Kmin, Kmax, Pmax) and DCQCN on the lab's incast, an all-to-all and
     both at once, beside NVIDIA's, Alibaba's and PFC-only settings; write the Pareto plot,
     the table and the recommended setting as an edited copy of the lab plus a JSON patch."""
-    from ...checks.congestion import NoIncast
+    from ...checks.incast import NoIncast
     from ...checks.tune import plan, tune as sweep, verdict
     from ...checks.tune_apply import ApplyError
     from ...checks.tune_run import SCENARIOS

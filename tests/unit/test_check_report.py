@@ -174,7 +174,7 @@ def test_a_check_that_crashes_is_an_error_never_a_failure_skip_or_pass(fake_run)
 
 INCAST_CHECKS = {"conftest.py": '''
 import pytest
-from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 
 @pytest.fixture(scope="session")
 def lab():
@@ -182,7 +182,7 @@ def lab():
 
 def incast_of(lab):
     raise RAISED
-cg.incast_of = incast_of
+ic.incast_of = incast_of
 ''', "test_congests.py": '''
 def test_congests(incast):
     pass
@@ -190,7 +190,7 @@ def test_congests(incast):
 
 
 @pytest.mark.parametrize("raised, line", [
-    ("cg.NoIncast('lab x: no host is reached by two others, no incast')",
+    ("ic.NoIncast('lab x: no host is reached by two others, no incast')",
      "[SKIP] test_congests: lab x: no host is reached by two others, no incast"),
     ("ValueError('max() arg is an empty sequence')",
      "[ERROR] test_congests: setup: ValueError: max() arg is an empty sequence")],

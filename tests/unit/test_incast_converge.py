@@ -1,4 +1,4 @@
-"""Where an incast congests (checks.congestion.converge): the switch where the senders' paths
+"""Where an incast congests (checks.incast.converge): the switch where the senders' paths
 meet, not always the receiver's. A leaf with one uplink and no sender of its own passes the
 incast on at the speed it arrives, so the spine above it queues and pauses."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 from rocelab.labs import generate
 from rocelab.labs.generate_spec import Spec
 from rocelab.labs.runtimes.sim import simulated
@@ -23,7 +23,7 @@ def clab_of(folder: Path) -> str:
 
 def test_a_leaf_with_one_uplink_passes_the_incast_to_the_spine(tmp_path):
     lab = simulated(clab_of(one_host_per_leaf(tmp_path)))
-    incast = cg.incast_of(lab)
+    incast = ic.incast_of(lab)
     topo = lab.topology
     assert (incast.receiver, incast.senders) == ("h1", ("h2", "h3"))
     assert incast.switch == "spine1"
@@ -47,13 +47,13 @@ def test_a_faster_single_uplink_still_congests_the_receivers_leaf(tmp_path):
         config = json.loads(path.read_text())
         config["PORT"][port]["speed"] = "400000"
         path.write_text(json.dumps(config))
-    incast = cg.incast_of(simulated(clab_of(folder)))
+    incast = ic.incast_of(simulated(clab_of(folder)))
     assert incast.switch == "leaf1" and incast.input_ports == (leaf_port,)
 
 
 def test_the_default_labs_incast_congests_the_receivers_leaf():
     lab = simulated("roce-v2-leafspine")
-    incast = cg.incast_of(lab)
+    incast = ic.incast_of(lab)
     link = next(k for k in lab.topology.links if incast.receiver in (k.a.node, k.b.node))
     leaf = link.b if link.a.node == incast.receiver else link.a
     assert (incast.switch, incast.port) == (leaf.node, lab.topology.port(leaf.node, leaf.iface))

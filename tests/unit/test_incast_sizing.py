@@ -1,4 +1,4 @@
-"""checks.congestion.Incast sizing: what the congestion checks write, from the congested PG's
+"""checks.incast.Incast sizing: what the congestion checks write, from the congested PG's
 thresholds (checks.thresholds), held against the switch model's own buffers (no lab
 needed, or a simulated one)."""
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 from rocelab.checks import thresholds as th
 from rocelab.checks.deadlock import live_scale
 from rocelab.fabric.config_load import load as load_config
@@ -106,10 +107,10 @@ def test_the_fewest_inputs_are_the_case_to_size_for(make, tmp_path):
 def test_the_fewest_inputs_are_the_local_senders_own_and_one_uplink():
     up = (("eth1", "spine1", "eth1"), ("eth2", "spine2", "eth1"), ("eth4", "h2", "eth1"),
           ("eth5", "h5", "eth1"))
-    assert cg.fewest_inputs(("h2", "h3", "h4"), up) == 2  # h2's own, one uplink for both
-    assert cg.fewest_inputs(("h2", "h5", "h3"), up) == 3
-    assert cg.fewest_inputs(("h2", "h5"), up) == 2  # all local: their own ports
-    assert cg.fewest_inputs(("h3", "h4"), up) == 2  # all remote: at least two to congest
+    assert ic.fewest_inputs(("h2", "h3", "h4"), up) == 2  # h2's own, one uplink for both
+    assert ic.fewest_inputs(("h2", "h5", "h3"), up) == 3
+    assert ic.fewest_inputs(("h2", "h5"), up) == 2  # all local: their own ports
+    assert ic.fewest_inputs(("h3", "h4"), up) == 2  # all remote: at least two to congest
 
 
 def test_a_static_threshold_of_zero_is_the_whole_pool():
@@ -122,7 +123,7 @@ def test_a_static_threshold_of_zero_is_the_whole_pool():
 
 
 def test_the_default_labs_incast_is_sized_by_its_lossless_pg():
-    incast = cg.incast_of(simulated("roce-v2-leafspine"))
+    incast = ic.incast_of(simulated("roce-v2-leafspine"))
     config = load_config(LEAF)
     profile = config.qos.buffer_profiles["pg_lossless_100000_40m_profile"]
     pool = config.qos.buffer_pools[profile.pool].size
@@ -130,7 +131,7 @@ def test_the_default_labs_incast_is_sized_by_its_lossless_pg():
     # two PGs: reserved (size, the headroom being shared) + xoff each, and alpha 1: 2/3 pool
     assert incast.fill == round(2 * (profile.size + profile.xoff) + 2 * pool / 3)
     per_sender = incast.message_size(4, 2, MTU) * 4 * 2
-    assert cg.OVERLOAD * incast.fill <= per_sender < cg.OVERLOAD * incast.fill + 8 * MTU
+    assert ic.OVERLOAD * incast.fill <= per_sender < ic.OVERLOAD * incast.fill + 8 * MTU
     assert incast.qps_to_overflow(4, MTU) == 4  # four QPs already hold it in flight
     # h2 on leaf1 writes its port's share; h3 and h4, behind the uplinks, one share together
     written = {}
@@ -140,20 +141,20 @@ def test_the_default_labs_incast_is_sized_by_its_lossless_pg():
     assert written["h3"] == written["h4"] == incast.message_size(4, 4, MTU) * 4 * 2
     assert per_sender <= written["h3"] + written["h4"] < per_sender + 16 * MTU
     lab = simulated("roce-v2-leafspine")
-    assert cg.time_limit(lab, incast, cg.flow_bits(cg.load(lab, incast).flows), 90.0) == 90.0
+    assert ic.time_limit(lab, incast, ic.flow_bits(cg.load(lab, incast).flows), 90.0) == 90.0
 
 
-def incast_of(senders: tuple[str, ...], local: tuple[str, ...]) -> cg.Incast:
+def incast_of(senders: tuple[str, ...], local: tuple[str, ...]) -> ic.Incast:
     """An incast into h1 on leaf1 from ``senders``, ``local`` of them wired to leaf1."""
     up = tuple((f"eth{i}", peer, "eth1") for i, peer in enumerate(("spine1", "spine2") + local))
-    return cg.Incast("h1", senders, "leaf1", "Ethernet8", up, tuple(f"Ethernet{4 * i}"
+    return ic.Incast("h1", senders, "leaf1", "Ethernet8", up, tuple(f"Ethernet{4 * i}"
                      for i in range(len(up))), 24, 3, 3, 3,
-                     cg.fewest_inputs(senders, up), 1_000_000)
+                     ic.fewest_inputs(senders, up), 1_000_000)
 
 
 def test_each_local_sender_writes_a_share_and_the_remote_ones_one_share_together():
     incast = incast_of(("h2", "h3", "h5", "h6", "h7"), ("h2", "h3"))
-    share = cg.OVERLOAD * 1_000_000 / 2  # three inputs: h2's port, h3's, one uplink
+    share = ic.OVERLOAD * 1_000_000 / 2  # three inputs: h2's port, h3's, one uplink
     assert incast.sender_bytes() == {"h2": share, "h3": share, "h5": share / 3,
                                      "h6": share / 3, "h7": share / 3}
     # a subset (a victim's sender left out) splits the share among the remote ones left
@@ -165,7 +166,7 @@ def test_with_no_sender_on_the_congested_switch_each_writes_a_share():
     """Any uplink may carry one sender alone: each must bring a share through it."""
     incast = incast_of(("h5", "h6", "h7"), ())
     assert incast.inputs == 2
-    assert incast.sender_bytes() == dict.fromkeys(("h5", "h6", "h7"), cg.OVERLOAD * 1_000_000)
+    assert incast.sender_bytes() == dict.fromkeys(("h5", "h6", "h7"), ic.OVERLOAD * 1_000_000)
 
 
 def overflows(config, ports: list[str], pg: int, loads: list[float]) -> bool:
@@ -192,7 +193,7 @@ def test_remote_senders_writing_one_share_overflow_however_ecmp_spreads_them(loc
     one share, spread over more uplinks in any proportion, still overflows the PG."""
     config = load_config(LEAF)
     ports = ["Ethernet0", "Ethernet4", "Ethernet12", "Ethernet8"]  # leaf1's four
-    share = cg.OVERLOAD * th.ingress_fill(config, ports, 3, local + 1) / local
+    share = ic.OVERLOAD * th.ingress_fill(config, ports, 3, local + 1) / local
     loads = [share] * local + [share * w / sum(spread) for w in spread]
     assert overflows(config, ports[:len(loads)], 3, loads)
 
@@ -202,7 +203,7 @@ def test_a_fraction_of_a_share_from_the_remote_senders_may_not_overflow():
     share from behind the uplinks leave the switch a backlog below its limits."""
     config = load_config(LEAF)
     ports = ["Ethernet0", "Ethernet4"]
-    share = cg.OVERLOAD * th.ingress_fill(config, ports, 3, 2)
+    share = ic.OVERLOAD * th.ingress_fill(config, ports, 3, 2)
     assert not overflows(config, ports, 3, [share, share / 4])
 
 
@@ -211,9 +212,9 @@ def test_a_trace_samples_at_its_interval_unless_the_scenario_outlasts_a_plots_po
     scenario whose traffic takes longer than TRACE_POINTS of those at line rate is sampled
     TRACE_POINTS times there, PAUSE_POINTS times on the other switches."""
     lab = simulated("roce-v2-leafspine")
-    incast = cg.incast_of(lab)
+    incast = ic.incast_of(lab)
     for load in (cg.load(lab, incast), cg.ecn_load(lab, incast)):
-        span = cg.line_span(lab, incast, cg.flow_bits(load.flows))
+        span = ic.line_span(lab, incast, ic.flow_bits(load.flows))
         assert span * 1e3 / cg.TRACE_INTERVAL_MS < cg.TRACE_POINTS
         assert cg.trace_interval_ms(span) == cg.TRACE_INTERVAL_MS
     long = cg.TRACE_POINTS * cg.TRACE_INTERVAL_MS / 1e3 * 7
@@ -224,7 +225,7 @@ def test_a_trace_samples_at_its_interval_unless_the_scenario_outlasts_a_plots_po
 
 
 def test_a_lossy_class_is_sized_by_its_tighter_limit_the_egress_queue():
-    incast = cg.incast_of(simulated("roce-v2-leafspine"))
+    incast = ic.incast_of(simulated("roce-v2-leafspine"))
     config = load_config(LEAF)
     queue = config.qos.buffer_profiles["egress_lossy_profile"]
     pool = config.qos.buffer_pools[queue.pool].size
@@ -239,23 +240,23 @@ def test_a_voq_pool_of_type_both_is_judged_in_milliseconds(tmp_path):
     for path in (clab.parent / "configs").glob("*/config_db.json"):
         path.write_text(json.dumps(voq(json.loads(path.read_text()))))
     lab = simulated(str(clab))
-    incast = cg.incast_of(lab)
+    incast = ic.incast_of(lab)
     line_bps = 100e9
     pool = int(VOQ_POOL["ingress_lossless_pool"]["size"])
     xoff = int(VOQ_PROFILES["pg_lossless_100000_300m_profile"]["xoff"])
     assert incast.fill == round(2 * xoff + 2 * pool / 64 / (1 + 2 / 64))
-    assert cg.OVERLOAD * incast.fill * 8 / line_bps < 0.05
-    assert cg.OVERLOAD * pool * 8 / line_bps > 0.5
+    assert ic.OVERLOAD * incast.fill * 8 / line_bps < 0.05
+    assert ic.OVERLOAD * pool * 8 / line_bps > 0.5
     qps = incast.qps_to_overflow(4, MTU)
     per_qp = patterns.WINDOW * (MTU + patterns.FRAME_OVERHEAD)
     in_flight = sum(min(qps * per_qp, b) for b in incast.sender_bytes().values())
-    assert qps > 4 and in_flight >= cg.OVERLOAD * incast.fill
+    assert qps > 4 and in_flight >= ic.OVERLOAD * incast.fill
     # its time limit grows with it: a fixed one (90 s live, 30 ms of fabric time) cut it
     flows = incast.flows(qps, 2, MTU)
-    fabric_s = cg.flow_bits(flows) / line_bps
+    fabric_s = ic.flow_bits(flows) / line_bps
     scale = live_scale(lab.topology)  # S live: a wall second is 1 / S of fabric time
-    assert cg.time_limit(lab, incast, cg.flow_bits(flows), 90.0) == pytest.approx(
-        cg.TIME_LIMIT_X * fabric_s * scale)
+    assert ic.time_limit(lab, incast, ic.flow_bits(flows), 90.0) == pytest.approx(
+        ic.TIME_LIMIT_X * fabric_s * scale)
     assert fabric_s > 90.0 / scale
 
 
@@ -266,8 +267,8 @@ def test_a_lab_whose_switch_has_no_ingress_pool_carries_no_incast(tmp_path):
         for table in ("BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE"):
             config.pop(table, None)
         path.write_text(json.dumps(config))
-    with pytest.raises(cg.NoIncast, match="no ingress buffer pool"):
-        cg.incast_of(simulated(str(clab)))
+    with pytest.raises(ic.NoIncast, match="no ingress buffer pool"):
+        ic.incast_of(simulated(str(clab)))
 
 
 def test_the_incast_pings_toward_one_candidate_at_a_time(monkeypatch):
@@ -284,13 +285,13 @@ def test_the_incast_pings_toward_one_candidate_at_a_time(monkeypatch):
         return Ping(src, dst, dst_ip, False, None) if dst in refuse else \
             real(src, dst, dst_ip, count)
     monkeypatch.setattr(lab, "ping", ping)
-    incast = cg.incast_of(lab)
+    incast = ic.incast_of(lab)
     assert sent == [(h, hosts[0]) for h in hosts[1:]]  # n - 1 pings, not n x (n - 1)
     assert (incast.receiver, incast.senders) == (
         hosts[0], tuple(sorted(s for s, d in every if d == hosts[0])))
     sent.clear()
     monkeypatch.setattr(lab, "ping", lambda *a, **kw: ping(*a, **kw, refuse=hosts[:1]))
-    incast = cg.incast_of(lab)
+    incast = ic.incast_of(lab)
     assert {d for _, d in sent} == set(hosts[:2])
     assert (incast.receiver, incast.senders) == (
         hosts[1], tuple(sorted(s for s, d in every if d == hosts[1])))

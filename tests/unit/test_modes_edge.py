@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 from rocelab.checks.test_modes import DCQCN_OFF, edge_only_pfc, edge_ports, measure, victim_of
 from rocelab.labs.runtimes.sim import simulated
 from tests.conftest import copy_lab
@@ -22,7 +22,7 @@ def test_semi_lossless_pauses_from_edge_ports_only_where_pfc_everywhere_pauses_t
         tmp_path):
     """pfc-victim: the remote senders come into leaf1 by one link, which PFC pauses."""
     lab = simulated(str(copy_lab(tmp_path / "full", "pfc-victim")))
-    incast = cg.incast_of(lab)
+    incast = ic.incast_of(lab)
     victim = victim_of(lab, incast)
     full = measure(lab, incast, victim, tmp_path / "runs", "pfc-only", DCQCN_OFF)
     assert full["pfc_sent_in_fabric"] > 0  # the figure sees a pause between switches
@@ -33,6 +33,6 @@ def test_semi_lossless_pauses_from_edge_ports_only_where_pfc_everywhere_pauses_t
         edge_only_pfc(lab)(config)
         path.write_text(json.dumps(config))
     semi_lab = simulated(str(clab))
-    semi = measure(semi_lab, cg.incast_of(semi_lab), victim, tmp_path / "runs", "semi",
+    semi = measure(semi_lab, ic.incast_of(semi_lab), victim, tmp_path / "runs", "semi",
                    DCQCN_OFF)
     assert semi["pfc_sent"] > 0 and semi["pfc_sent_in_fabric"] == 0

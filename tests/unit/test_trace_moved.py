@@ -3,6 +3,7 @@ has written must still be every port's whole state at every sample."""
 from __future__ import annotations
 
 from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 from rocelab.fabric.trace import Trace
 from rocelab.labs import topology
 from rocelab.labs.runtimes import sim
@@ -34,7 +35,7 @@ def test_at_every_sample_of_a_pausing_incast_the_trace_holds_every_ports_state(
     switches = [s.name for s in lab.topology.switches]
     for s in switches:
         lab.agent(s).trace_start(tmp_path / f"{s}.jsonl", interval_ms=cg.TRACE_INTERVAL_MS)
-    incast = cg.incast_of(lab)  # the lossless check's incast: sized to reach XOFF
+    incast = ic.incast_of(lab)  # the lossless check's incast: sized to reach XOFF
     result = patterns.run(lab, cg.load(lab, incast).flows, pattern="incast", timeout_s=30,
                           nic={"*": {"dcqcn": {"enabled": False}}})
     for s in switches:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rocelab.checks import congestion as cg
+from rocelab.checks import incast as ic
 from rocelab.checks import victim as vm
 from rocelab.labs import generate
 from rocelab.labs.generate_spec import Spec
 from rocelab.labs.runtimes.sim import simulated
 
-def scenario(name: str) -> tuple[cg.Incast, vm.Victim | None]:
-    incast = cg.incast_of(simulated(name))
+def scenario(name: str) -> tuple[ic.Incast, vm.Victim | None]:
+    incast = ic.incast_of(simulated(name))
     return incast, vm.victim_of(simulated(name).topology, incast)
 
 
@@ -60,7 +60,7 @@ def test_why_no_victim_is_true_of_a_spine_and_of_a_leaf(tmp_path):
     at all; the reason says so (not "no host on spine1 besides h1", which h1 is not on)."""
     folder = generate.write(Spec("u1host", hosts_per_leaf=1, leaves=3), tmp_path / "u1").path
     lab = simulated(str(next(folder.glob("*.clab.yml"))))
-    incast = cg.incast_of(lab)
+    incast = ic.incast_of(lab)
     topo = lab.topology
     assert incast.switch == "spine1" and vm.victim_of(topo, incast) is None
     assert vm.no_victim(topo, incast) == (
