@@ -48,10 +48,9 @@ argument, so timers (FDB aging, ARP retries, pauses, pacing) run on the caller's
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
-from ipaddress import IPv4Network, IPv6Network
+from collections.abc import Callable
 
-from ..config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, IPNetwork, SwitchConfig
+from ..config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, SwitchConfig
 from .buffers import ADMITTED, IngressBuffers, PgBuffer, SharedPool
 from .bridge import MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from .classify import CPU_CLASS, CPU_QUEUE, PortClassifier
@@ -68,7 +67,7 @@ from . import refresh
 from .ports import ROUTED, SWITCHED, PortState
 from .router import Router
 from .router6 import Router6
-from .routes import LearnedRoute
+from .switch_control import SwitchControl
 from .switch_report import SwitchReport
 from .switch_timers import SwitchTimers
 from .watchdog import FABRIC
@@ -86,7 +85,7 @@ class Charge:
         self.copies = copies  # not yet gone
 
 
-class Switch(SwitchTimers, SwitchReport):
+class Switch(SwitchControl, SwitchTimers, SwitchReport):
     """One emulated switch built from its SONiC configuration (its timers:
     ``switch_timers``; what it reports: ``switch_report``)."""
 
@@ -269,84 +268,6 @@ class Switch(SwitchTimers, SwitchReport):
         ``dequeue``) and forwarded frames that cut through (see ``_transmit``)."""
         control, self._control = self._control, []
         return control
-
-    def set_tx_enabled(self, port: str, enabled: bool, now: float) -> None:
-        """SAI's ``PKT_TX_ENABLE``, as sonic-mgmt's QoS tests use it: a port with TX disabled
-        keeps its link and receives, but holds every frame for it in its egress queues
-        (charged to their buffers) until TX is enabled again at ``now``, from when the
-        wire sends them at its rate; nothing cuts through. Needs a paced switch: at an
-        infinite rate nothing ever waits."""
-        if not self._paced:
-            raise ValueError(f"{self.hostname}: disabling TX needs a paced switch "
-                             "(a time_scale)")
-        egress = self._port(port, "set_tx_enabled").egress
-        if enabled == egress.tx_enabled:
-            return
-        scheduler = egress.scheduler
-        if enabled:  # the wire starts at ``now``: it was not idle while disabled
-            scheduler.free_at = now
-            if scheduler.packets:
-                self._touched.add(port)
-        else:  # a wire busy for ever: nothing cuts through or is dequeued
-            scheduler.free_at = float("inf")
-        egress.tx_enabled = enabled
-
-    def set_port_up(self, port: str, up: bool) -> None:
-        """Admin state change (``config interface shutdown/startup``); the port is up (oper)
-        while admin and link both are (``_set_oper``)."""
-        state = self._port(port, "set_port_up")
-        state.admin_up = up
-        self._set_oper(state)
-
-    def set_link_up(self, port: str, up: bool) -> None:
-        """Link state change: a PORT entry with no cable (a 32-port config wired on 4) or a
-        wire cut is down whatever its admin state, as SONiC's oper status is."""
-        state = self._port(port, "set_link_up")
-        state.link_up = up
-        self._set_oper(state)
-
-    def wired(self, ports: Iterable[str]) -> None:
-        """Only ``ports`` have a cable: every other PORT entry's link is down, so no route,
-        neighbour or flood goes out of it (both runtimes call this once, when wired)."""
-        cabled = set(ports)
-        for name in self._ports:
-            self.set_link_up(name, name in cabled)
-
-    def _set_oper(self, state: PortState) -> None:
-        """A down port neither receives nor transmits, its FDB entries are flushed, routes
-        through it are withdrawn (ECMP shrinks to the remaining next hops) and its
-        neighbours forgotten."""
-        up = state.admin_up and state.link_up
-        if state.up == up:
-            return
-        state.up = up
-        if not up:
-            for bridge in state.vlans.values():
-                bridge.flush_port(state)
-            for queue in range(8):  # a dead wire sends nothing: the queues are lost
-                self._flush(state, queue, self._now, PORT_DOWN)
-        self._router.rebuild(self._now)
-        self._router6.rebuild(self._now)
-
-    def update_routes(self, changes: dict[IPNetwork, LearnedRoute | None]) -> None:
-        """Install or withdraw (None) protocol routes, IPv4 and IPv6, then rebuild each
-        table once: the switch's counterpart of SONiC's ROUTE_TABLE, fed by
-        ``fabric.routesync`` (live) or ``labs.sim.bgp`` (virtual time). A next hop through
-        an interface the switch does not have is left out."""
-        for prefix, route in changes.items():
-            router = self._router if prefix.version == 4 else self._router6
-            router.learn(route, int(prefix.network_address), prefix.prefixlen)
-        if any(prefix.version == 4 for prefix in changes):
-            self._router.rebuild(self._now)
-        if any(prefix.version == 6 for prefix in changes):
-            self._router6.rebuild(self._now)
-
-    def learned_routes(self) -> dict[IPNetwork, LearnedRoute]:
-        learned: dict[IPNetwork, LearnedRoute] = {
-            IPv4Network((net, plen)): r for (net, plen), r in self._router.learned().items()}
-        learned |= {IPv6Network((net, plen)): r
-                    for (net, plen), r in self._router6.learned().items()}
-        return learned
 
     def classify(self, port: str, frame: bytes,
                  egress: str | None = None) -> tuple[int, int, int]:
