@@ -24,7 +24,9 @@ from collections.abc import Callable
 from ...fabric.model.cable import Cable, propagation_s
 from .engine import PS, Engine
 
-Tap = Callable[[str, int, bytes], None]  # (direction "out"|"in", time_ps, frame)
+End = tuple[str, str]  # (node, interface)
+# (the end that sees it, direction "out"|"in", time_ps, frame): one tap serves many wires
+Tap = Callable[[End, str, int, bytes], None]
 
 
 class Wire:
@@ -32,8 +34,10 @@ class Wire:
 
     def __init__(self, engine: Engine, rate_bps: float, delay_ps: int,
                  deliver: Callable[[bytes], None], jitter_ps: float = 0.0,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, ends: tuple[End, End] = (("", ""), ("", ""))
+                 ) -> None:
         self.engine = engine
+        self.src, self.dst = ends  # the interface it leaves and the one it reaches
         self.rate_bps = rate_bps
         self.cable = Cable(PS * 8 / rate_bps, delay_ps, round)
         self.deliver = deliver
@@ -55,7 +59,7 @@ class Wire:
             return
         self.frames += 1
         for tap in self.tx_taps:
-            tap("out", start, frame)
+            tap(self.src, "out", start, frame)
         if self.jitter_rate:
             arrival = max(self.last_arrival,
                           arrival + round(self.rng.expovariate(self.jitter_rate)))
@@ -66,7 +70,7 @@ class Wire:
         if not self.up:
             return
         for tap in self.rx_taps:
-            tap("in", self.engine.now_ps, frame)
+            tap(self.dst, "in", self.engine.now_ps, frame)
         self.deliver(frame)
 
 

@@ -72,7 +72,7 @@ class SimNetwork:
                 rng = random.Random(derived_seed(seed, src.node, src.iface, "jitter")) \
                     if jitter_ps else None
                 wire = Wire(self.engine, rate, delay, self._receiver(dst.node, dst.iface),
-                            jitter_ps, rng)
+                            jitter_ps, rng, ((src.node, src.iface), (dst.node, dst.iface)))
                 self.wires[src.node, src.iface] = wire
                 if src.node in self.switches:
                     self.switches[src.node].wires[topo.port(src.node, src.iface)] = wire
