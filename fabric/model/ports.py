@@ -26,9 +26,9 @@ UNCONFIGURED = "unconfigured"  # neither: every frame is dropped (port_unconfigu
 class PortState:
     """One port of the switch, as the forwarding path sees it."""
 
-    __slots__ = ("name", "admin_up", "link_up", "up", "mtu", "role", "native_vlan", "vlans", "interface", "qos",
-                 "by_dscp", "by_prio", "queue_of", "counters", "egress", "pgs", "pfc",
-                 "pfc_tx")
+    __slots__ = ("name", "admin_up", "link_up", "up", "mtu", "role", "native_vlan", "vlans",
+                 "interface", "qos", "by_dscp", "by_prio", "queue_of", "counters", "egress",
+                 "pgs", "pfc", "pfc_tx")
 
     def __init__(self, name: str, admin_up: bool, mtu: int, qos: PortClassifier) -> None:
         self.name = name

@@ -54,35 +54,46 @@ class SwitchControl:
         while admin and link both are (``_set_oper``)."""
         state = self._port(port, "set_port_up")
         state.admin_up = up
-        self._set_oper(state)
+        if self._set_oper(state):
+            self._rebuild_routes()
 
     def set_link_up(self, port: str, up: bool) -> None:
         """Link state change: a PORT entry with no cable (a 32-port config wired on 4) or a
         wire cut is down whatever its admin state, as SONiC's oper status is."""
         state = self._port(port, "set_link_up")
         state.link_up = up
-        self._set_oper(state)
+        if self._set_oper(state):
+            self._rebuild_routes()
 
     def wired(self, ports: Iterable[str]) -> None:
         """Only ``ports`` have a cable: every other PORT entry's link is down, so no route,
-        neighbour or flood goes out of it (both runtimes call this once, when wired)."""
+        neighbour or flood goes out of it (both runtimes call this once, when wired); the
+        routes are rebuilt once, however many ports went down."""
         cabled = set(ports)
-        for name in self._ports:
-            self.set_link_up(name, name in cabled)
+        changed = False
+        for name, state in self._ports.items():
+            state.link_up = name in cabled
+            changed |= self._set_oper(state)
+        if changed:
+            self._rebuild_routes()
 
-    def _set_oper(self, state: PortState) -> None:
-        """A down port neither receives nor transmits, its FDB entries are flushed, routes
-        through it are withdrawn (ECMP shrinks to the remaining next hops) and its
-        neighbours forgotten."""
+    def _set_oper(self, state: PortState) -> bool:
+        """The oper state from admin and link; whether it changed. A down port neither
+        receives nor transmits, its FDB entries are flushed and its queues lost; the caller
+        rebuilds the routes (withdrawn through it, ECMP shrinking to the remaining next
+        hops, its neighbours forgotten)."""
         up = state.admin_up and state.link_up
         if state.up == up:
-            return
+            return False
         state.up = up
         if not up:
             for bridge in state.vlans.values():
                 bridge.flush_port(state)
             for queue in range(8):  # a dead wire sends nothing: the queues are lost
                 self._flush(state, queue, self._now, PORT_DOWN)
+        return True
+
+    def _rebuild_routes(self) -> None:
         self._router.rebuild(self._now)
         self._router6.rebuild(self._now)
 
