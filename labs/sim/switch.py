@@ -3,7 +3,7 @@ agent drives it (``fabric/agent.py``), with wires instead of sockets and the eng
 
 - a frame arrives: ``receive``; what it returns (PFC, frames that cut through) goes on the
   wire now; a port it left backlogged gets a wake at its ``next_send_time``;
-- a port's wake: ``dequeue`` while it gives frames, then ``take_control`` (XON), and a new
+- a port's wake: one ``dequeue``, then ``take_control`` (XON), and a new
   wake if the port is still backlogged (one pending wake per port: a generation number makes
   older ones return at once);
 - timers: ``tick`` exactly when ``Switch.next_timer`` says (a PFC refresh at half the pause,
@@ -84,10 +84,12 @@ class SimSwitch:
         del self._armed[port]
         if self.trace is not None:
             self._activity()
-        now = self.engine.now
-        send = self.wires[port].send
-        while (frame := self.switch.dequeue(port, now)) is not None:
-            send(frame)
+        # one frame per wake: a paced port's wire is busy until that frame has left, so a
+        # second dequeue at the same instant would find it busy; the next wake comes at
+        # next_send_time (an unpaced port never queues)
+        frame = self.switch.dequeue(port, self.engine.now)
+        if frame is not None:
+            self.wires[port].send(frame)
         control = self.switch.take_control()
         if control:
             self._send(control)
