@@ -42,6 +42,12 @@ def sim_rows(table: Table, out: dict) -> None:
     table.add_row("sim engine, lossless incast", f"{eng['frame_hops_per_s']:,.0f} frame-hops/s",
                   f"{eng['simulated_s'] * 1e3:.2f} ms simulated in {eng['wall_s']:.1f} s",
                   f"{eng['slowdown']:,.0f}x slower than real time", "report")
+    build = out.get("build", {})
+    if "ratio" in build:
+        table.add_row("compiled build, same incast", f"{build['ratio']:.2f}x pure Python's time",
+                      f"median of {build['pairs']} runs each, in turn", "", "report")
+    elif build:
+        table.add_row("compiled build", build["state"], "", "", "report")
     sim_side.rows(table, out["side_by_side"])
     a2a_target = (f"<= {sim.ALLTOALL_256_TARGET['wall_s']:.0f} s, <= "
                   f"{sim.ALLTOALL_256_TARGET['peak_rss_mib'] / 1024:g} GiB: "

@@ -2,10 +2,11 @@
 
 - engine speed: the default lab's lossless incast (the check's own sizing, DCQCN off) in
   simulation, in frame-hops per second (a frame crossing one wire) and events per second,
-  with a profile of where the time goes;
+  with a profile of where the time goes; the compiled build's time over the pure-Python
+  reference's on the same run (``build_ratio``);
 - ``sim-suite``, on its own (it needs root and about five minutes of both cores): the
   default lab's whole check suite simulated, then the same suite live, back to back in this
-  run on one private copy of the lab (``suite``; target: at most a fifth);
+  run on one private copy of the lab (``suite``; target: at most a tenth);
 - side by side with htsim (``bench.sim_side``): all-to-all of 64 KiB per pair on 128 and
   512 hosts, htsim's own shape, both simulators in this run when ``--htsim`` names its
   binary (targets: rocelab/htsim at most 2 and 1);
@@ -71,18 +72,48 @@ def engine_speed() -> dict:
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
     # the profiler slows every call alike; rates come from an unprofiled repeat
-    lab = _lab(DEFAULT_LAB)
-    ic.incast_of(lab)
-    hops0, start = frame_hops(lab), time.perf_counter()
-    patterns.run(lab, flows, pattern="incast", timeout_s=90,
-                 nic={"*": {"dcqcn": {"enabled": False}}})
-    wall = time.perf_counter() - start
-    hops = frame_hops(lab) - hops0
+    wall, hops = incast_run(flows)
     return {"complete": result["complete"], "simulated_s": result["elapsed_s"],
             "wall_s": wall, "frame_hops": hops, "frame_hops_per_s": hops / wall,
             "events": events, "slowdown": wall / result["elapsed_s"],
             "profile_top": [line for line in text.getvalue().splitlines()
                             if "(" in line and "{" not in line][:12]}
+
+
+def incast_run(flows=None) -> tuple[float, int]:
+    """The default lab's lossless incast (``engine_speed``'s flows by default), unprofiled:
+    (wall s, frame-hops)."""
+    from rocelab.checks import incast as ic
+    from rocelab.traffic import patterns
+    lab = _lab(DEFAULT_LAB)
+    incast = ic.incast_of(lab)
+    if flows is None:
+        mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
+        flows = incast.flows(4, 2, mtu)
+    hops0, start = frame_hops(lab), time.perf_counter()
+    patterns.run(lab, flows, pattern="incast", timeout_s=90,
+                 nic={"*": {"dcqcn": {"enabled": False}}})
+    return time.perf_counter() - start, frame_hops(lab) - hops0
+
+
+def build_ratio(pairs: int = 5) -> dict:
+    """The compiled build against the pure-Python reference (``compiled.py``): the
+    engine's incast in child processes, compiled then pure, ``pairs`` times in turn; the
+    ratio of the median walls. Not measured when this machine has no current build."""
+    from rocelab import compiled
+    state = compiled.state()
+    if state != "compiled":
+        return {"state": state}
+    walls: dict[str, list[float]] = {"compiled": [], "pure": []}
+    code = "import json; from bench.sim import incast_run; print(json.dumps(incast_run()))"
+    for _ in range(pairs):
+        for build, env in (("compiled", {}), ("pure", {compiled.PURE_ENV: "1"})):
+            out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                                 capture_output=True, text=True, env={**os.environ, **env})
+            walls[build].append(json.loads(out.stdout.strip().splitlines()[-1])[0])
+    median = {build: sorted(w)[len(w) // 2] for build, w in walls.items()}
+    return {"state": state, "pairs": pairs, "walls": walls,
+            "ratio": median["compiled"] / median["pure"]}
 
 
 def private_copy(dest: Path) -> Path:
@@ -196,7 +227,7 @@ def measure(hosts: list[int] | None = None, htsim: str | None = None) -> dict:
     """The engine's speed, the side-by-side cases (``hosts``, default 128 and 512) and the
     fabric runs (``suite`` is a bench of its own)."""
     from bench import sim_side
-    out = {"engine": engine_speed(),
+    out = {"engine": engine_speed(), "build": build_ratio(),
            "side_by_side": sim_side.measure(hosts or list(sim_side.TARGETS), htsim)}
     a2a = scale("alltoall", "sizing-256", 64 * 1024)
     a2a["target_holds"] = alltoall_256_holds(a2a)

@@ -112,8 +112,8 @@ DEBIAN_SUITES = frozenset({"buster", "bullseye", "bookworm", "trixie", "forky", 
                            "oldoldstable", "oldstable", "stable", "testing", "unstable"})
 SWITCH_ENTRYPOINT = "images/switch/entrypoint.sh"
 # What the project's wheel is built from: pyproject.toml's metadata and packages.
-PROJECT_FILES = ("pyproject.toml", "README.md", "__init__.py", "fabric", "nic", "labs", "traffic",
-                 "checks", "cli")
+PROJECT_FILES = ("pyproject.toml", "README.md", "__init__.py", "compiled.py", "fabric", "nic",
+                 "labs", "traffic", "checks", "cli")
 WHEELS = "wheels"  # the build context's folder of wheels, see images/Dockerfile
 # What the base image's python accepts: the wheels are fetched on this machine for it.
 PYTHON_TARGET_PROBE = ("import platform, sys; "

@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # frr: zebra + bgpd for BGP labs (BGP_NEIGHBOR); Debian installs it without starting anything
-PACKAGES=(iproute2 iputils-ping ethtool procps tcpdump tshark iperf3 python3-venv python3-pip frr)
+# gcc, python3-dev: the compiled build (compiled.py), made below
+PACKAGES=(iproute2 iputils-ping ethtool procps tcpdump tshark iperf3 python3-venv python3-pip frr
+          gcc python3-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -37,3 +39,7 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     .venv/bin/python -m pip install -q -e '.[test]'
     echo "$want" > "$stamp"
 fi
+
+# The compiled build of the per-frame classes (compiled.py), unless it is current: rocelab
+# runs the pure-Python reference without it (same results, slower)
+.venv/bin/python scripts/compile.py

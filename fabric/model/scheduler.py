@@ -275,7 +275,10 @@ class PortScheduler:
         n = len(weighted)
         while True:
             if not is_open[self._rr]:  # skip closed queues in one step, as visits that pass
-                self._rr = next(i for k in range(1, n) if is_open[i := (self._rr + k) % n])
+                rr = (self._rr + 1) % n
+                while not is_open[rr]:
+                    rr = (rr + 1) % n
+                self._rr = rr
                 self._visiting = False
             q = weighted[self._rr]
             if not self._visiting:

@@ -43,3 +43,14 @@ def test_the_sim_table_has_the_side_by_side_cases_and_the_256_host_verdict():
     assert "2 tiers: 128 hosts at 400G, 16 leaves, 8 spines: rocelab" in text
     assert "<= 2x: not measured" in text and "bench/htsim/build.sh SRC" in text
     assert "<= 180 s, <= 2 GiB: DOES NOT HOLD" in text
+
+
+def test_the_sim_table_says_how_the_compiled_build_compares_or_why_not():
+    from bench.__main__ import sim_rows
+    base = {"engine": {"frame_hops_per_s": 24_000, "simulated_s": 2e-3, "wall_s": 1.0,
+                       "slowdown": 500}, "side_by_side": {"htsim": None, "cases": []}}
+    text = rendered(sim_rows, {**base, "build": {"state": "compiled", "pairs": 5,
+                                                 "ratio": 0.8}})
+    assert "0.80x pure Python's time" in text and "median of 5 runs" in text
+    why = "pure (no compiled build: scripts/install.sh builds it)"
+    assert why in rendered(sim_rows, {**base, "build": {"state": why}})

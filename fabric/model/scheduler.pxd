@@ -1,0 +1,41 @@
+# Types for the compiled build (compiled.py): Cython compiles scheduler.py, unchanged, with
+# these declarations; the pure-Python module ignores this file.
+cimport cython
+
+cdef class Lateness:
+    cdef public long long count
+    cdef public double total, max
+    cdef public list buckets
+    @cython.locals(bucket=Py_ssize_t)
+    cpdef record(self, double seconds)
+
+cdef class _Queue:
+    cdef public Py_ssize_t index
+    cdef public bint strict
+    cdef public long long quantum, deficit, depth
+    cdef public object entries
+
+cdef class PortScheduler:
+    cdef public double rate_bps
+    cdef public long long packets
+    cdef public double free_at
+    cdef public Lateness lateness
+    cdef public list depth_peak
+    cdef public object _gate
+    cdef public list queues, _strict, _weighted
+    cdef public Py_ssize_t _rr
+    cdef public bint _visiting
+    cdef public dict _rr_after
+    @cython.locals(q=_Queue)
+    cpdef enqueue(self, Py_ssize_t queue, bytes frame, object meta, double now)
+    @cython.locals(q=_Queue, lateness=Lateness)
+    cpdef bint start_now(self, Py_ssize_t queue, Py_ssize_t size, double now)
+    @cython.locals(q=_Queue)
+    cpdef object next_send_time(self)
+    @cython.locals(q=_Queue, start=double)
+    cpdef object dequeue(self, double now)
+    @cython.locals(q=_Queue)
+    cpdef _Queue _pick(self, double now)
+    @cython.locals(q=_Queue, size=Py_ssize_t, n=Py_ssize_t, rr=Py_ssize_t)
+    cpdef _Queue _pick_weighted(self, double now)
+    cpdef _advance(self)

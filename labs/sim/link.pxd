@@ -1,0 +1,18 @@
+# Types for the compiled build (compiled.py): Cython compiles link.py, unchanged, with
+# these declarations; the pure-Python module ignores this file.
+from rocelab.labs.sim.engine cimport Engine
+from rocelab.fabric.model.cable cimport Cable
+
+cdef class Wire:
+    cdef public Engine engine
+    cdef public object src, dst
+    cdef public double rate_bps
+    cdef public Cable cable
+    cdef public object deliver
+    cdef public bint up
+    cdef public list tx_taps, rx_taps
+    cdef public long long frames
+    cdef public double jitter_rate
+    cdef public object rng
+    cdef public object last_arrival
+    cpdef send(self, bytes frame)
