@@ -30,8 +30,22 @@ PURE_ENV = "ROCELAB_PURE"
 MODULES = (
     "rocelab.labs.sim.engine",
     "rocelab.labs.sim.link",
+    "rocelab.labs.sim.switch",
+    "rocelab.labs.sim.host",
     "rocelab.fabric.model.cable",
     "rocelab.fabric.model.scheduler",
+    "rocelab.fabric.model.pause",
+    "rocelab.fabric.model.egress_buffers",
+    "rocelab.fabric.model.buffers",
+    "rocelab.fabric.model.counters",
+    "rocelab.fabric.model.wred",
+    "rocelab.fabric.model.egress",
+    "rocelab.fabric.model.ports",
+    "rocelab.fabric.model.switch",
+    "rocelab.nic.pause",
+    "rocelab.nic.rc",
+    "rocelab.nic.qp",
+    "rocelab.nic.core",
 )
 
 

@@ -44,7 +44,8 @@ def sim_rows(table: Table, out: dict) -> None:
                   f"{eng['slowdown']:,.0f}x slower than real time", "report")
     build = out.get("build", {})
     if "ratio" in build:
-        table.add_row("compiled build, same incast", f"{build['ratio']:.2f}x pure Python's time",
+        table.add_row("compiled build, same incast",
+                      f"{build['ratio']:.2f}x pure Python's time",
                       f"median of {build['pairs']} runs each, in turn", "", "report")
     elif build:
         table.add_row("compiled build", build["state"], "", "", "report")

@@ -68,20 +68,18 @@ class _Recorder:
 
 @contextmanager
 def recording() -> Iterator[list[Recorded]]:
-    """Every reaction point the simulator's NICs make, recorded (``nic.core.Nic`` picks
-    the implementation in one place, ``_reaction_point``)."""
+    """Every reaction point the simulator's NICs make, recorded (``nic.core.Nic`` makes
+    them in one place, ``_reaction_point``, through its module's ``ReactionPoint``: the
+    module is what is patched, the compiled build's classes cannot be)."""
     from rocelab.nic import core
     qps: list[Recorded] = []
-    make = core.Nic._reaction_point
+    make = core.ReactionPoint
 
-    def recorded(nic):
-        rp = make(nic)
-        if rp is None:
-            return None
+    def recorded(params):
         qps.append(Recorded())
-        return _Recorder(rp, qps[-1])
+        return _Recorder(make(params), qps[-1])
 
-    with mock.patch.object(core.Nic, "_reaction_point", recorded):
+    with mock.patch.object(core, "ReactionPoint", recorded):
         yield qps
 
 

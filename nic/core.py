@@ -50,6 +50,8 @@ import math
 from collections import deque
 from typing import Literal
 
+import cython
+
 from .settings import NicSettings
 from . import codec
 from .dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
@@ -178,6 +180,7 @@ class Nic:
 
     # --- the wire ------------------------------------------------------------------------
 
+    @cython.locals(sender=SendFlow, receiver=ReceiveFlow)
     def receive(self, frame: bytes, now: float) -> bool:
         """A frame from the wire at ``now``; True if the NIC consumed it (PFC or PAUSE, or
         RoCE for one of its QPs), False for the host's own stack. What it did may make
@@ -212,6 +215,7 @@ class Nic:
             return False
         return True
 
+    @cython.locals(flow=ReceiveFlow, rc=Responder, sender=SendFlow)
     def _on_data(self, flow: ReceiveFlow, incoming: codec.Incoming, now: float) -> None:
         ce = incoming.ecn == CE
         flow.ce_marked += ce
@@ -239,6 +243,8 @@ class Nic:
                 flow.ack_headers, flow.peer_qpn, reply.psn, reply.msn,
                 nak=reply.kind == "nak")))
 
+    @cython.locals(flow=SendFlow, rc=Requester, now=cython.double, bits=cython.Py_ssize_t,
+                   rate=cython.double, start=cython.double)
     def dequeue(self, now: float) -> bytes | None:
         """The next frame to put on the wire at ``now``, or None (the wire busy, the RoCE
         priority paused, or nothing due). Call until None. Timers due by ``now`` run first,
@@ -291,6 +297,7 @@ class Nic:
 
     # --- the ready QPs -------------------------------------------------------------------
 
+    @cython.locals(flow=SendFlow)
     def _offer(self, flow: SendFlow) -> None:
         """Put ``flow`` among the ready QPs at its ``next_at`` (again, if that moved); a QP
         that cannot send (window, posted messages, done) waits for the event that frees
@@ -301,6 +308,7 @@ class Nic:
         flow.queued = next(self._seq)
         heapq.heappush(self._ready, (flow.next_at, flow.index, flow.queued, flow))
 
+    @cython.locals(flow=SendFlow)
     def _first_ready(self) -> SendFlow | None:
         """The ready QP with the earliest ``next_at``, dropping stale and blocked entries."""
         ready = self._ready
@@ -313,6 +321,7 @@ class Nic:
             heapq.heappop(ready)
         return None
 
+    @cython.locals(flow=SendFlow)
     def _after_rc(self, flow: SendFlow, now: float) -> None:
         """An ACK, a NAK or the retransmit timer moved the requester: it may be done, free
         to send again, or have a new deadline."""
@@ -364,6 +373,7 @@ class Nic:
                 heapq.heappop(timers)
         return None
 
+    @cython.locals(flow=SendFlow)
     def _follow_rate(self, flow: SendFlow, now: float) -> None:
         """DCQCN may have changed the QP's rate by ``now`` (a CNP in paper mode cuts at
         once, in firmware mode at the next decrease check; increases come with timers and
@@ -375,6 +385,7 @@ class Nic:
             if flow.paced_bps < before:
                 self._sample_rate(flow, now)
 
+    @cython.locals(flow=SendFlow)
     def _arm_rp(self, flow: SendFlow, now: float) -> None:
         if not flow.rc.done:
             self._arm(flow, "rp_timer", flow.rp.next_event(now))
@@ -404,6 +415,7 @@ class Nic:
             # those that can still take one
             self._sampling = [f for f in self._sampling if self._sample_rate(f, now)]
 
+    @cython.locals(flow=SendFlow)
     def next_wake(self, now: float) -> float | None:
         """The earliest time, not before ``now``, at which ``dequeue`` or ``poll`` may have
         something to do; None when nothing is pending. Rate samples are taken at the
@@ -419,6 +431,7 @@ class Nic:
             wake = min(wake, due)
         return None if wake == math.inf else max(wake, now)
 
+    @cython.locals(flow=SendFlow)
     def _sample_rate(self, flow: SendFlow, now: float) -> bool:
         """A point of the flow's rate series: at each cut and each sampling tick. False once
         the series can take no more (full, or the flow done: both for good)."""

@@ -9,6 +9,7 @@ with (no Cython or C compiler: rocelab runs pure), 1 when a build that could run
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -22,9 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def missing_tools() -> str | None:
     """What the build lacks on this machine, or None."""
-    try:
-        import Cython  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("Cython") is None:
         return "Cython is not installed in this environment"
     if shutil.which(os.environ.get("CC", "cc")) is None:
         return "no C compiler (cc)"

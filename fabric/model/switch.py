@@ -50,12 +50,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+import cython
+
 from ..config import DEFAULT_ECN_MARKING, ECN_MARKING_POINTS, SwitchConfig
 from .buffers import ADMITTED, IngressBuffers, PgBuffer, SharedPool
 from .bridge import MODES, PRIORITY_TAGGED, UNTAGGED, VlanBridge
 from .classify import CPU_CLASS, CPU_QUEUE, PortClassifier
 from .counters import (FLOW_CONTROL, FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC,
-                       PORT_DOWN, PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters)
+                       PORT_DOWN, PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, CpuCounters,
+                       PortCounters)
 from .egress import EgressPort
 from .egress_buffers import QUEUE_LIMIT, QueueBuffer, egress_pools
 from .frames import (BROADCAST_MAC, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6,
@@ -67,6 +70,7 @@ from . import refresh
 from .ports import ROUTED, SWITCHED, PortState
 from .router import Router
 from .router6 import Router6
+from .scheduler import PortScheduler
 from .switch_control import SwitchControl
 from .switch_report import SwitchReport
 from .switch_timers import SwitchTimers
@@ -194,6 +198,7 @@ class Switch(SwitchControl, SwitchTimers, SwitchReport):
 
     # --- the agent's API -------------------------------------------------------------------
 
+    @cython.locals(state=PortState)
     def receive(self, port: str, frame: bytes, now: float) -> list[tuple[str, bytes]]:
         """One frame arrived on ``port``; returns the frames to transmit now, as (port,
         frame): PFC, and forwarded frames that cut through (unpaced: all of them). The
@@ -219,6 +224,8 @@ class Switch(SwitchControl, SwitchTimers, SwitchReport):
         control, self._control = self._control, []  # take_control, inlined
         return control
 
+    @cython.locals(state=PortState, scheduler=PortScheduler, egress=EgressPort, held=QueueBuffer,
+                   counters=PortCounters, charge=Charge, queue=cython.Py_ssize_t)
     def dequeue(self, port: str, now: float) -> bytes | None:
         """The next frame ``port`` puts on the wire at ``now``, or None while its wire is
         busy or nothing may be sent (see ``next_send_time``). Frees the frame's ingress
@@ -283,6 +290,9 @@ class Switch(SwitchControl, SwitchTimers, SwitchReport):
 
     # --- pipeline ----------------------------------------------------------------------------
 
+    @cython.locals(port=PortState, frame=bytes, size=cython.Py_ssize_t, counters=PortCounters,
+                   buffer=PgBuffer, pg=cython.Py_ssize_t, ethertype=cython.int,
+                   off=cython.Py_ssize_t, vid=cython.int, prio=cython.int, tci=cython.int)
     def _ingress(self, port: PortState, frame: bytes, now: float, out: list) -> str:
         """Admission and parsing common to every frame, classification, then the port's
         role decides. A frame is counted in rx once: under its PG once classified, as
@@ -434,6 +444,9 @@ class Switch(SwitchControl, SwitchTimers, SwitchReport):
         for priority in quanta:
             port.pfc_tx[priority] += 1
 
+    @cython.locals(port=PortState, egress=EgressPort, held=QueueBuffer, buffer=PgBuffer,
+                   charge=Charge, counters=PortCounters, queue=cython.Py_ssize_t,
+                   size=cython.Py_ssize_t, pending=cython.Py_ssize_t)
     def _transmit(self, out: list[tuple[PortState, bytes, tuple]],
                   received: tuple[PgBuffer, int, tuple] | None, now: float) -> None:
         """The egress stage: every frame the forwarding decided to send passes here, with
@@ -493,6 +506,7 @@ class Switch(SwitchControl, SwitchTimers, SwitchReport):
                     if not pending:
                         self._free(buffer, nbytes, now)
 
+    @cython.locals(charge=Charge)
     def _discharge(self, charge: Charge, now: float) -> None:
         """One queued copy of a received frame left the switch; the last one frees its
         bytes."""
@@ -500,6 +514,7 @@ class Switch(SwitchControl, SwitchTimers, SwitchReport):
         if not charge.copies:
             self._free(charge.buffer, charge.nbytes, now)
 
+    @cython.locals(buffer=PgBuffer)
     def _free(self, buffer: PgBuffer, nbytes: int, now: float) -> None:
         """A received frame's last copy is gone: its bytes leave its PG, and PGs that fall
         back to XON resume their upstream (PFC quanta 0)."""
@@ -516,6 +531,7 @@ class Switch(SwitchControl, SwitchTimers, SwitchReport):
             sender = port.pfc[resumed.pg]
             self._send_pfc(port, sender.set_xon(now), sender)
 
+    @cython.locals(held=QueueBuffer, charge=Charge)
     def _release_queued(self, held: QueueBuffer, nbytes: int, charge: Charge | None,
                         now: float) -> None:
         """A queued frame left its queue's egress buffer. In a ``both`` pool the bytes it gives

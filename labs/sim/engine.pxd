@@ -6,3 +6,5 @@ cdef class Engine:
     cdef object _seq
     cdef public object events
     cpdef later(self, object when_ps, object handler, tuple args)
+
+cpdef object to_ps(double seconds)

@@ -5,7 +5,7 @@ import pytest
 
 from rocelab.checks.sonic_mgmt import cases, snappi
 from rocelab.checks.sonic_mgmt.dut import Dut, Flow, PfcHeard
-from rocelab.fabric.model.pause import PfcSender
+from rocelab.fabric.model.switch import Switch
 
 FRAME = 1024
 
@@ -55,7 +55,7 @@ def test_lossless_pause_fails_when_the_dut_sends_no_pfc_upstream(node, lossless,
                                                                  monkeypatch):
     plan = snappi.pause_plan(node.config, lossless, FRAME, paused=True)
     dut = Dut(node)
-    monkeypatch.setattr(PfcSender, "set_xoff", lambda self, now: {})
+    monkeypatch.setattr(Switch, "_send_pfc", lambda self, port, quanta, sender: None)
     with pytest.raises(AssertionError, match="no PFC sent"):
         snappi.pause(dut, plan)
 
@@ -99,7 +99,7 @@ def test_m2o_lossless_passes_and_fails_when_the_pg_never_pauses(node, lossless,
     plan = snappi.m2o_plan(node.config, lossless, cases.wired(node), FRAME)
     snappi.m2o_lossless(Dut(node), plan)
     dut = Dut(node)
-    monkeypatch.setattr(PfcSender, "set_xoff", lambda self, now: {})
+    monkeypatch.setattr(Switch, "_send_pfc", lambda self, port, quanta, sender: None)
     with pytest.raises(AssertionError, match="expected 0 loss"):
         snappi.m2o_lossless(dut, plan)
 

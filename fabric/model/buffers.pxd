@@ -1,0 +1,17 @@
+# Types for the compiled build (compiled.py): Cython compiles buffers.py, unchanged, with
+# these declarations; the pure-Python module ignores this file.
+cdef class SharedPool:
+    cdef public object name
+    cdef public long long size, used, peak, headroom_size, headroom_used, headroom_peak
+    cdef public dict in_xoff
+
+cdef class PgBuffer:
+    cdef public object port, profile, priorities, static_th, port_pool
+    cdef public Py_ssize_t pg
+    cdef public bint lossless, shares_headroom, xoff
+    cdef public SharedPool pool
+    cdef public long long reserved, headroom, shift, xon, xon_offset
+    cdef public long long reserved_used, port_reserved_used, shared, headroom_used
+    cdef public long long peak, shared_peak, headroom_peak, after_xoff, after_xoff_max
+    cdef public long long xoff_count, drops, dropped_bytes
+    cdef public double xoff_since, xoff_seconds

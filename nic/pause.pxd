@@ -1,0 +1,6 @@
+# Types for the compiled build (compiled.py): Cython compiles pause.py, unchanged, with
+# these declarations; the pure-Python module ignores this file.
+cdef class PauseTimer:
+    cdef public object priority
+    cdef public double quantum_s, until, began, paused_s
+    cdef public dict received

@@ -1,0 +1,19 @@
+# Types for the compiled build (compiled.py): Cython compiles rc.py, unchanged, with
+# these declarations; the pure-Python module ignores this file. A dataclass's fields are
+# declared in its own order: Cython builds its __init__ from them.
+cdef class RequesterStats:
+    cdef public long long packets_sent, bytes_sent, retransmitted, naks_received, timeouts
+    cdef public long long acks_received, messages_done, bytes_acked
+    cdef public list completion_s
+
+cdef class Requester:
+    cdef public long long size, count, mtu, window, retry_limit, start_psn, per_message
+    cdef public long long total, posted, una, nxt, sent_high, retries
+    cdef public object op, rto_s, deadline, failed
+    cdef public dict first_sent
+    cdef public RequesterStats stats
+
+cdef class Responder:
+    cdef public long long epsn, ack_every, unacked
+    cdef public object ack_delay_s, unacked_since, stats
+    cdef public bint nak_sent
