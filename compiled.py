@@ -72,7 +72,7 @@ def extension_path(module: str) -> Path:
 
 def state() -> str:
     """Which build this process runs: ``compiled``, or ``pure`` and why."""
-    if os.environ.get(PURE_ENV):
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return f"pure ({PURE_ENV} is set)"
     return build_state()
 
@@ -84,9 +84,10 @@ def build_state() -> str:
         return "pure (no compiled build: scripts/install.sh builds it)"
     try:
         built = json.loads(MANIFEST.read_text())["fingerprint"]
-    except (OSError, ValueError, KeyError) as e:
-        return f"pure ({MANIFEST}: unreadable: {e})"
-    if built != fingerprint():
+        current = fingerprint()
+    except (OSError, ValueError, KeyError, TypeError) as e:  # a source gone, a bad manifest
+        return f"pure (the compiled build cannot be checked: {e})"
+    if built != current:
         return "pure (the compiled build is older than its sources: run scripts/install.sh)"
     missing = [m for m in MODULES if not extension_path(m).exists()]
     if missing:

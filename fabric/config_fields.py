@@ -147,8 +147,11 @@ def checked_ip_network(text: str) -> IPNetwork:
 
 
 MAX_ASN = 2**32 - 1  # 4-byte AS numbers (RFC 6793)
-_Bytes = Annotated[int, Between(0)]
-_OptionalBytes = Annotated[int | None, Between(0)]
+# 256 TiB: past any switch's buffer, and a sum of a few such counts stays within the 64-bit
+# integers the compiled build keeps them in (compiled.py)
+MAX_BYTES = 2**48
+_Bytes = Annotated[int, Between(0, MAX_BYTES)]
+_OptionalBytes = Annotated[int | None, Between(0, MAX_BYTES)]
 _Flag = Annotated[bool, BeforeValidator(_flag)]
 _OptionalFlag = Annotated[bool | None, BeforeValidator(_flag)]
 _OnOff = Literal["on", "off"] | None

@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def missing_tools() -> str | None:
     """What the build lacks on this machine, or None."""
-    if importlib.util.find_spec("Cython") is None:
-        return "Cython is not installed in this environment"
+    for module in ("Cython", "setuptools"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed in this environment"
     if shutil.which(os.environ.get("CC", "cc")) is None:
         return "no C compiler (cc)"
     if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
@@ -37,6 +38,10 @@ def build() -> None:
     from setuptools import setup
 
     from rocelab import compiled
+    # what the build is made from, read before it is: a source edited meanwhile makes the
+    # build stale, never a current one of older code
+    built_from = compiled.fingerprint()
+    compiled.MANIFEST.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="rocelab-compile-") as tmp:
         # the package under its own name, so that the modules and their cimports are
         # named rocelab.* whatever the checkout's folder is called
@@ -48,13 +53,13 @@ def build() -> None:
                                compiler_directives={"language_level": 3,
                                                     "annotation_typing": False,
                                                     "binding": True})
-        shutil.rmtree(compiled.BUILD, ignore_errors=True)
         out = Path(tmp) / "out"
         setup(name="rocelab-compiled", ext_modules=extensions,
               script_args=["-q", "build_ext", "--build-lib", str(out), "--build-temp",
                            str(Path(tmp) / "obj"), "-j", str(os.cpu_count() or 1)])
+        shutil.rmtree(compiled.BUILD, ignore_errors=True)  # the old build, gone at the end
         shutil.copytree(out / "rocelab", compiled.BUILD)
-    compiled.MANIFEST.write_text(json.dumps({"fingerprint": compiled.fingerprint(),
+    compiled.MANIFEST.write_text(json.dumps({"fingerprint": built_from,
                                              "modules": list(compiled.MODULES)}) + "\n")
 
 

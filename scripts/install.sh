@@ -5,14 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # frr: zebra + bgpd for BGP labs (BGP_NEIGHBOR); Debian installs it without starting anything
-# gcc, python3-dev: the compiled build (compiled.py), made below
-PACKAGES=(iproute2 iputils-ping ethtool procps tcpdump tshark iperf3 python3-venv python3-pip frr
-          gcc python3-dev)
+PACKAGES=(iproute2 iputils-ping ethtool procps tcpdump tshark iperf3 python3-venv python3-pip frr)
+# the compiled build (compiled.py), made below: installed as root, else rocelab runs pure
+BUILD_PACKAGES=(gcc python3-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+if [ "$(id -u)" -eq 0 ]; then
+    for p in "${BUILD_PACKAGES[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+fi
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "install: missing Debian packages (${missing[*]}); run as root to install them" >&2
@@ -41,5 +46,6 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
 fi
 
 # The compiled build of the per-frame classes (compiled.py), unless it is current: rocelab
-# runs the pure-Python reference without it (same results, slower)
-.venv/bin/python scripts/compile.py
+# runs the pure-Python reference without it (same results, slower); a build that fails is
+# a bug (tests/unit/test_compiled.py fails where one can be made), not a failed install
+.venv/bin/python scripts/compile.py || echo "install: continuing with pure Python" >&2

@@ -214,6 +214,16 @@ def extra_table(raw: str):
     return edit
 
 
+def pool_size(raw: str):
+    """Edit: leaf1's first BUFFER_POOL's size becomes raw JSON text ``raw``."""
+    def edit(text: str) -> str:
+        data = json.loads(text)
+        pool = next(iter(data["BUFFER_POOL"]))
+        data["BUFFER_POOL"][pool]["size"] = "@@"
+        return json.dumps(data, indent=1).replace('"@@"', raw)
+    return edit
+
+
 CONFIG_CASES = {
     "[ x 100000": (lambda t: "[" * 100000, "invalid JSON: nested too deeply to parse"),
     "5000-digit number": (number_in("9" * 5000),
@@ -237,6 +247,9 @@ CONFIG_CASES = {
                                 "BGP_NEIGHBOR|10.0.0.1: asn: NaN is not a JSON number"),
     "non-UTF-8": (lambda t: t.encode("latin-1").replace(b'"leaf1"', b'"l\xe9af1"'),
                   "invalid JSON: not UTF-8 text"),
+    # past any switch's buffer (and the compiled build's 64-bit counters)
+    "a pool of 10**19 bytes": (pool_size('"' + "1" + "0" * 19 + '"'),
+                               "size: must be between 0 and 281474976710656 (got 1"),
 }
 
 

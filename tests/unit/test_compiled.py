@@ -64,6 +64,10 @@ def test_a_stale_build_is_not_loaded(tmp_path, monkeypatch):
     source.write_text("x = 2\n")
     assert compiled.state() == ("pure (the compiled build is older than its sources: run "
                                 "scripts/install.sh)")
+    source.unlink()  # a module of the build gone from the checkout
+    assert compiled.state().startswith("pure (the compiled build cannot be checked: ")
+    compiled.MANIFEST.write_text("[]")
+    assert compiled.state().startswith("pure (the compiled build cannot be checked: ")
 
 
 @pytest.mark.slow
