@@ -351,7 +351,7 @@ ERRORS: list[tuple[str, Mutation, str]] = [
     ("pool type", set_field("BUFFER_POOL", "egress_lossy_pool", "type", "egres"),
      "BUFFER_POOL|egress_lossy_pool: type: must be 'ingress', 'egress' or 'both' (got 'egres')"),
     ("negative size", set_field("BUFFER_POOL", "egress_lossy_pool", "size", "-1"),
-     "BUFFER_POOL|egress_lossy_pool: size: must be at least 0 (got -1)"),
+     "BUFFER_POOL|egress_lossy_pool: size: must be between 0 and 281474976710656 (got -1)"),
     ("cable length unit", set_field("CABLE_LENGTH", "AZURE", "Ethernet0", "40"),
      "CABLE_LENGTH|AZURE: Ethernet0: '40' is not a length in metres like '40m'"),
     ("cable length port", set_field("CABLE_LENGTH", "AZURE", "Ethernet16", "5m"),
