@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rocelab import compiled
+from rocelab.labs.state import STATE_ENV
 from tests.conftest import ROOT, copy_lab
 
 spec = importlib.util.spec_from_file_location("compile_script", ROOT / "scripts" / "compile.py")
@@ -89,7 +90,8 @@ def test_compiled_and_pure_give_identical_results(tmp_path):
     assert state_in_child() == "compiled"  # else this compares pure with pure
     lab = copy_lab(tmp_path / "lab")
     runs = {}
-    for build, env in (("compiled", {}), ("pure", {compiled.PURE_ENV: "1"})):
+    state = {STATE_ENV: str(tmp_path / "state")}  # its lock, not under /run/rocelab
+    for build, env in (("compiled", state), ("pure", {compiled.PURE_ENV: "1", **state})):
         results = tmp_path / build
         subprocess.run([sys.executable, "-m", "rocelab.cli", "check", str(lab), "--runtime",
                         "sim", "--results", str(results)],
