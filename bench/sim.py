@@ -25,6 +25,7 @@ import os
 import pstats
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,46 +55,39 @@ def frame_hops(lab) -> int:
 
 def engine_speed() -> dict:
     """The lossless incast of the checks, simulated; frame-hops/s and a profile."""
+    profile = cProfile.Profile()
+    profiled = incast_run(profile)
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
+    # the profiler slows every call alike; rates come from an unprofiled repeat
+    run = incast_run()
+    wall, hops, result = run["wall_s"], run["frame_hops"], profiled["result"]
+    return {"complete": result["complete"], "simulated_s": result["elapsed_s"],
+            "wall_s": wall, "frame_hops": hops, "frame_hops_per_s": hops / wall,
+            "events": profiled["events"], "slowdown": wall / result["elapsed_s"],
+            "profile_top": [line for line in text.getvalue().splitlines()
+                            if "(" in line and "{" not in line][:12]}
+
+
+def incast_run(profile: cProfile.Profile | None = None) -> dict:
+    """The default lab's lossless incast (the check's own sizing, DCQCN off) on a fresh
+    build of the lab, under ``profile`` if given: its wall s, frame-hops, events and
+    ``patterns.run``'s result."""
     from rocelab.checks import incast as ic
     from rocelab.traffic import patterns
     lab = _lab(DEFAULT_LAB)
     incast = ic.incast_of(lab)
     mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
     flows = incast.flows(4, 2, mtu)
-    hops0, events0 = frame_hops(lab), lab.engine.events
-    profile = cProfile.Profile()
-    start = time.perf_counter()
-    profile.enable()
+    hops0, events0, start = frame_hops(lab), lab.engine.events, time.perf_counter()
+    if profile is not None:
+        profile.enable()
     result = patterns.run(lab, flows, pattern="incast", timeout_s=90,
                           nic={"*": {"dcqcn": {"enabled": False}}})
-    profile.disable()
-    wall = time.perf_counter() - start
-    hops, events = frame_hops(lab) - hops0, lab.engine.events - events0
-    text = io.StringIO()
-    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
-    # the profiler slows every call alike; rates come from an unprofiled repeat
-    wall, hops = incast_run(flows)
-    return {"complete": result["complete"], "simulated_s": result["elapsed_s"],
-            "wall_s": wall, "frame_hops": hops, "frame_hops_per_s": hops / wall,
-            "events": events, "slowdown": wall / result["elapsed_s"],
-            "profile_top": [line for line in text.getvalue().splitlines()
-                            if "(" in line and "{" not in line][:12]}
-
-
-def incast_run(flows=None) -> tuple[float, int]:
-    """The default lab's lossless incast (``engine_speed``'s flows by default), unprofiled:
-    (wall s, frame-hops)."""
-    from rocelab.checks import incast as ic
-    from rocelab.traffic import patterns
-    lab = _lab(DEFAULT_LAB)
-    incast = ic.incast_of(lab)
-    if flows is None:
-        mtu = patterns.nic_settings(lab.topology.nodes[incast.receiver], None).roce.mtu
-        flows = incast.flows(4, 2, mtu)
-    hops0, start = frame_hops(lab), time.perf_counter()
-    patterns.run(lab, flows, pattern="incast", timeout_s=90,
-                 nic={"*": {"dcqcn": {"enabled": False}}})
-    return time.perf_counter() - start, frame_hops(lab) - hops0
+    if profile is not None:
+        profile.disable()
+    return {"wall_s": time.perf_counter() - start, "frame_hops": frame_hops(lab) - hops0,
+            "events": lab.engine.events - events0, "result": result}
 
 
 def build_ratio(pairs: int = 5) -> dict:
@@ -105,15 +99,14 @@ def build_ratio(pairs: int = 5) -> dict:
     if state != "compiled":
         return {"state": state}
     walls: dict[str, list[float]] = {"compiled": [], "pure": []}
-    code = "import json; from bench.sim import incast_run; print(json.dumps(incast_run()))"
+    code = "from bench.sim import incast_run; print(incast_run()['wall_s'])"
     for _ in range(pairs):
         for build, env in (("compiled", {}), ("pure", {compiled.PURE_ENV: "1"})):
             out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
                                  capture_output=True, text=True, env={**os.environ, **env})
-            walls[build].append(json.loads(out.stdout.strip().splitlines()[-1])[0])
-    median = {build: sorted(w)[len(w) // 2] for build, w in walls.items()}
+            walls[build].append(float(out.stdout.strip().splitlines()[-1]))
     return {"state": state, "pairs": pairs, "walls": walls,
-            "ratio": median["compiled"] / median["pure"]}
+            "ratio": statistics.median(walls["compiled"]) / statistics.median(walls["pure"])}
 
 
 def private_copy(dest: Path) -> Path:
