@@ -105,9 +105,7 @@ class _Finder:
         return importlib.util.spec_from_file_location(name, extension_path(name))
 
 
-def install() -> str:
-    """Load the build's modules from it from now on, when it is current; ``state()``."""
-    current = state()
-    if current == "compiled" and not any(isinstance(f, _Finder) for f in sys.meta_path):
+def install() -> None:
+    """Load the build's modules from it from now on, when it is current (``state()``)."""
+    if state() == "compiled" and not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
-    return current
