@@ -199,11 +199,13 @@ def test_name_from_the_environment_is_the_same_for_every_task(lab_copy, monkeypa
 
 # ---- switch configs (config_db.json), through the topology that binds them
 
-def number_in(field_value: str):
-    """Edit: leaf1's PORT|Ethernet0 speed becomes raw JSON text ``field_value``."""
+def number_in(field_value: str, table: str = "PORT", key: str = "Ethernet0",
+              field: str = "speed"):
+    """Edit: a field of leaf1's (PORT|Ethernet0 speed by default) becomes raw JSON text
+    ``field_value``."""
     def edit(text: str) -> str:
         data = json.loads(text)
-        data["PORT"]["Ethernet0"]["speed"] = "@@"
+        data[table][key][field] = "@@"
         return json.dumps(data, indent=1).replace('"@@"', field_value)
     return edit
 
@@ -211,16 +213,6 @@ def number_in(field_value: str):
 def extra_table(raw: str):
     def edit(text: str) -> str:
         return text.rstrip().removesuffix("}") + f', "BGP_NEIGHBOR": {{"10.0.0.1": {raw}}}}}'
-    return edit
-
-
-def pool_size(raw: str):
-    """Edit: leaf1's first BUFFER_POOL's size becomes raw JSON text ``raw``."""
-    def edit(text: str) -> str:
-        data = json.loads(text)
-        pool = next(iter(data["BUFFER_POOL"]))
-        data["BUFFER_POOL"][pool]["size"] = "@@"
-        return json.dumps(data, indent=1).replace('"@@"', raw)
     return edit
 
 
@@ -248,7 +240,8 @@ CONFIG_CASES = {
     "non-UTF-8": (lambda t: t.encode("latin-1").replace(b'"leaf1"', b'"l\xe9af1"'),
                   "invalid JSON: not UTF-8 text"),
     # past any switch's buffer (and the compiled build's 64-bit counters)
-    "a pool of 10**19 bytes": (pool_size('"' + "1" + "0" * 19 + '"'),
+    "a pool of 10**19 bytes": (number_in('"' + "1" + "0" * 19 + '"', "BUFFER_POOL",
+                                         "ingress_lossless_pool", "size"),
                                "size: must be between 0 and 281474976710656 (got 1"),
 }
 
