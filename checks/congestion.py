@@ -71,19 +71,6 @@ class Observation:
     after: dict[str, dict] = field(default_factory=dict)
     pfc_frames: int = 0
     fidelity: dict = field(default_factory=dict)
-    loaded: dict[str, tuple[dict, list[dict]]] = field(default_factory=dict, repr=False)
-
-    def trace(self, switch: str) -> tuple[dict, list[dict]]:
-        """``switch``'s trace (``plots.load_trace``), read once for every plot and figure."""
-        if switch not in self.loaded:
-            self.loaded[switch] = plots.load_trace(self.traces[switch])
-        return self.loaded[switch]
-
-    def all_traces(self) -> Iterator[tuple[dict, list[dict]]]:
-        """Every switch's trace, one at a time: those read already as they are, the others
-        read and let go (a 1024-host fabric's traces would not fit in memory together)."""
-        for switch, path in self.traces.items():
-            yield self.loaded.get(switch) or plots.load_trace(path)
 
 
 @dataclass(kw_only=True)
@@ -308,15 +295,15 @@ def endpoint_problems(result: dict, worst: dict | None = None
     return problems, worst
 
 
-def draw(run: Run, incast: Incast) -> list[Path]:
+def figures(run: Run, incast: Incast) -> plots.RunFigures:
     """The run's plots: the bottleneck's queues and PGs, PFC pauses per link, the flows."""
     inputs = incast.ports()
     pg = run.after[incast.switch]["ports"][inputs[0]]["pgs"][str(incast.pg)]
-    thresholds = {f"headroom PG{incast.pg}": pg["headroom"]}
-    return [plots.queue_plot(run.trace(incast.switch), incast.port,
-                             run.folder / "queues.png", thresholds, pg_ports=inputs),
-            plots.pause_timeline(run.all_traces(), run.folder / "pauses.png"),
-            plots.flow_plot(run.result["flows"], run.folder / "flows.png")]
+    queues = plots.QueueFigure(run.traces[incast.switch], incast.port,
+                               run.folder / "queues.png", {f"headroom PG{incast.pg}":
+                                                           pg["headroom"]}, tuple(inputs))
+    return plots.RunFigures(tuple(run.traces.values()), run.folder / "pauses.png", queues,
+                            (run.result["flows"], run.folder / "flows.png"))
 
 
 class Load(NamedTuple):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -305,3 +306,47 @@ def flow_plot(flows: list[dict], out_png: str | Path) -> Path:
     rate_ax.legend(loc="upper right", fontsize=8)
     rate_ax.grid(alpha=0.3)
     return _save(fig, out_png)
+
+
+@dataclass(frozen=True)
+class QueueFigure:
+    """``queue_plot``'s figure of one switch: its trace file, the port whose queues are
+    drawn, the ports whose PGs are, and the threshold lines."""
+
+    trace: Path
+    port: str
+    out: Path
+    thresholds: dict[str, float] = field(default_factory=dict)
+    pg_ports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """A scenario's figures, named by the files they are drawn from (traces, the flows'
+    results): everything here pickles, so a worker process can draw them while the next
+    scenario runs (``checks.drawing``). ``draw`` reads each trace once."""
+
+    traces: tuple[Path, ...]  # every traced switch: the pause timeline
+    pauses: Path
+    queues: QueueFigure | None = None
+    flows: tuple[list[dict], Path] | None = None  # the endpoints' per-flow results, and
+    #                                               where ``flow_plot`` draws them
+
+    def outputs(self) -> list[Path]:
+        """The PNGs ``draw`` writes, in its order, known before it runs."""
+        return [p for p in (self.queues and self.queues.out, self.pauses,
+                            self.flows and self.flows[1]) if p]
+
+    def draw(self) -> list[Path]:
+        loaded: dict[Path, tuple[dict, list[dict]]] = {}
+        out = []
+        if self.queues is not None:
+            q = self.queues
+            loaded[q.trace] = load_trace(q.trace)
+            out.append(queue_plot(loaded[q.trace], q.port, q.out, q.thresholds,
+                                  pg_ports=q.pg_ports))
+        out.append(pause_timeline((loaded.get(p) or load_trace(p) for p in self.traces),
+                                  self.pauses))
+        if self.flows is not None:
+            out.append(flow_plot(*self.flows))
+        return out

@@ -22,7 +22,9 @@ carries the property ``outcome`` = ``error`` and an ``<error>`` element where py
 ``<failure>`` (``junit_errors``, once pytest has written the file).
 
 Checks attach evidence with ``record_evidence(item_or_request, path)``, or a whole folder
-with ``record_evidence_dir``; a PNG to show in the report with ``record_plot``; whether the
+with ``record_evidence_dir``; a PNG to show in the report with ``record_plot``, or a
+scenario's figures to have drawn and shown with ``record_figures`` (``checks.drawing``: a
+figure that cannot be drawn makes its check an error, in JUnit too); whether the
 emulation kept up with ``record_fidelity``; how its expected numbers follow from the
 lab's config with ``record_derivation`` (lines "config value -> number"); which host pairs
 a forwarding check probed, and how they were chosen, with ``record_probes``. Files are
@@ -38,6 +40,7 @@ from pathlib import Path
 
 import pytest
 
+from .drawing import Drawer, Figures
 from .summary_md import write_markdown
 from ..labs import fingerprint
 from ..labs import state as states
@@ -50,6 +53,7 @@ PLOT = "plot"
 FIDELITY = "fidelity"
 DERIVATION = "derivation"
 PROBES = "probes"
+PLUGIN = "rocelab-report"
 OUTCOME = "outcome"  # a JUnit property, "error" on a check that crashed
 LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR",
           "inconclusive": "INCONCLUSIVE"}
@@ -86,6 +90,19 @@ def record_plot(request, path: str | Path) -> None:
     """Attach a PNG the report shows inline (it is not repeated as evidence)."""
     node = getattr(request, "node", request)
     node.user_properties.append((PLOT, str(path)))
+
+
+def record_figures(request, figures: Figures) -> None:
+    """Attach a scenario's figures and have them drawn (``checks.drawing``): in the check on
+    a live lab, by a worker process while the next check runs on a simulated one."""
+    node = getattr(request, "node", request)
+    for path in figures.outputs():
+        record_plot(node, path)
+    report = node.config.pluginmanager.get_plugin(PLUGIN)
+    if report is None:  # the checks run without this plugin: nothing would wait for them
+        figures.draw()
+    else:
+        report.drawer.draw(node.nodeid, figures)
 
 
 def record_fidelity(request, fidelity: dict) -> None:
@@ -164,22 +181,33 @@ def crashed(call: pytest.CallInfo) -> bool:
         (AssertionError, pytest.fail.Exception, pytest.skip.Exception))
 
 
-def junit_errors(path: Path) -> None:
+def junit_errors(path: Path, undrawn: dict[str, str]) -> None:
     """Rewrite, in the JUnit file pytest wrote, each crashed check's ``<failure>`` as an
     ``<error>`` (its test case has the property ``outcome`` = ``error``), and the suite's
-    counts with it: pytest calls any exception in a test's body a failure."""
+    counts with it: pytest calls any exception in a test's body a failure. A check whose
+    figures could not be drawn (``undrawn``: one of its ``plot`` properties, and why) is an
+    error too, whatever pytest wrote of it."""
     tree = ET.parse(path)
     for suite in tree.getroot().iter("testsuite"):
-        moved = 0
+        counts = {k: int(suite.get(k, "0")) for k in ("failures", "errors", "skipped")}
         for case in suite.iter("testcase"):
-            if not any(p.get("name") == OUTCOME and p.get("value") == "error"
-                       for p in case.iter("property")):
+            props = [(p.get("name"), p.get("value")) for p in case.iter("property")]
+            why = next((undrawn[v] for k, v in props if k == PLOT and v in undrawn), None)
+            if (OUTCOME, "error") not in props and why is None:
                 continue
             for failure in case.findall("failure"):
                 failure.tag = "error"
-                moved += 1
-        suite.set("failures", str(int(suite.get("failures", "0")) - moved))
-        suite.set("errors", str(int(suite.get("errors", "0")) + moved))
+                counts["failures"] -= 1
+                counts["errors"] += 1
+            if why is not None:
+                for skipped in case.findall("skipped"):
+                    case.remove(skipped)
+                    counts["skipped"] -= 1
+                if case.find("error") is None:
+                    ET.SubElement(case, "error", message=why)
+                    counts["errors"] += 1
+        for key, value in counts.items():
+            suite.set(key, str(value))
     tree.write(path, encoding="utf-8", xml_declaration=True)
 
 
@@ -220,6 +248,7 @@ class Report:
         self.config = config
         self.started = time.time()
         self.checks: dict[str, _Check] = {}
+        self.drawer = Drawer(background=config.getoption("runtime", default=None) == "sim")
 
     def _check(self, report: pytest.TestReport) -> _Check:
         check = self.checks.get(report.nodeid)
@@ -373,12 +402,26 @@ class Report:
                        for c in self.checks.values()],
         }
 
+    def undrawn(self, complete: bool) -> dict[str, str]:
+        """Wait for the figures drawn in the background; each check whose figures could not
+        be drawn becomes an error (and is printed again). Per plot of those, why."""
+        plots: dict[str, str] = {}
+        for nodeid, why in self.drawer.finish(cancel=not complete).items():
+            check = self.checks[nodeid]
+            had = check.outcome + (f": {check.reason}" if check.reason else "")
+            check.outcome, check.reason = "error", f"figures not drawn: {why} (it had {had})"
+            check.printed = False
+            plots.update((str(v), why) for k, v in check.properties if k == PLOT)
+        return plots
+
     @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
-        xml = self.config.getoption("xmlpath", default=None)
-        if xml and Path(xml).is_file() and any(c.crashed for c in self.checks.values()):
-            junit_errors(Path(xml))
         complete = exitstatus != pytest.ExitCode.INTERRUPTED
+        undrawn = self.undrawn(complete)
+        xml = self.config.getoption("xmlpath", default=None)
+        if xml and Path(xml).is_file() and (undrawn or any(c.crashed
+                                                           for c in self.checks.values())):
+            junit_errors(Path(xml), undrawn)
         for check in self.checks.values():
             if not complete and check.outcome == "passed" and not check.called:
                 check.outcome, check.reason = "error", "interrupted before it finished"
@@ -396,4 +439,4 @@ class Report:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(Report(config), "rocelab-report")
+    config.pluginmanager.register(Report(config), PLUGIN)

@@ -31,7 +31,7 @@ from rocelab.checks import variants
 from rocelab.labs import actions
 from rocelab.checks import plots
 from rocelab.checks.outcome import inconclusive
-from rocelab.checks.report import record_evidence, record_fidelity, record_plot
+from rocelab.checks.report import record_evidence, record_fidelity, record_figures
 from rocelab.fabric.model.watchdog import FABRIC, STORM_CHECK
 from rocelab.fabric.qos import bound, pg_of_tc, queue_of_tc, tc_of_dscp
 from rocelab.traffic import patterns
@@ -79,8 +79,7 @@ def keep(request, run: cg.Run, incast: ic.Incast) -> None:
         record_evidence(request, trace)
     for pcap in sorted((run.folder / "pcap").glob("*.pcapng")):
         record_evidence(request, pcap)
-    for png in cg.draw(run, incast):
-        record_plot(request, png)
+    record_figures(request, cg.figures(run, incast))
 
 
 def test_lossless_incast(request, lab, incast, lossless_run):
@@ -263,8 +262,8 @@ def test_pfc_storm_watchdog(request, lab, incast, evidence):
         after = patterns.run(lab, [patterns.FlowSpec(source, stormer, 1 << 16, 1)],
                              pattern="after-storm", timeout_s=30, nic=DCQCN_OFF)
     record_fidelity(request, seen.fidelity)
-    record_plot(request, plots.pause_timeline(seen.all_traces(),
-                                              evidence.path("pauses.png")))
+    record_figures(request, plots.RunFigures(tuple(seen.traces.values()),
+                                             evidence.path("pauses.png")))
     watchdog = [c["ports"][port]["watchdog"][str(incast.queue)]["events"]
                 for c in (seen.before[incast.switch], seen.after[incast.switch])]
     events = watchdog[1][len(watchdog[0]):]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,22 @@ def test_a_plot_of_many_flows_draws_the_rates_of_a_spread_from_slowest_to_fastes
     assert rates[-1] == max(f["goodput_bps"] for f in flows)
     assert plots.flows_drawn(flows[:5]) == [0, 1, 2, 3, 4]  # few: every one, in order
     assert is_png(plots.flow_plot(flows, tmp_path / "many.png"))
+
+
+def test_run_figures_pickle_and_draw_what_they_say_from_the_files(tmp_path):
+    """A scenario's figures travel to a worker process (``checks.drawing``) as file names:
+    they pickle, ``outputs`` names the PNGs before drawing, ``draw`` writes those."""
+    leaf = write_trace(tmp_path / "leaf1.jsonl", [sample(0.0), sample(0.001, 3000, 5000, 0.002)])
+    spine = write_trace(tmp_path / "spine1.jsonl", [sample(0.0)], node="spine1")
+    flows = [flow("h1->h4", 3e7, [[0.0, 3e7], [0.001, 2e7]])]
+    figures = plots.RunFigures(
+        (leaf, spine), tmp_path / "pauses.png",
+        plots.QueueFigure(leaf, "Ethernet0", tmp_path / "queues.png", {"XOFF PG3": 4000},
+                          ("Ethernet8",)), (flows, tmp_path / "flows.png"))
+    copy = pickle.loads(pickle.dumps(figures))
+    assert copy == figures
+    names = ["queues.png", "pauses.png", "flows.png"]
+    assert copy.outputs() == [tmp_path / n for n in names]
+    assert copy.draw() == copy.outputs() and all(is_png(tmp_path / n) for n in names)
+    alone = plots.RunFigures((spine,), tmp_path / "storm.png")
+    assert alone.outputs() == [tmp_path / "storm.png"] == alone.draw()
