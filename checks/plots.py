@@ -106,18 +106,22 @@ def paused_rows(traces: Iterable[tuple[dict, list[dict]]]
     """One (label "node port P<n>", spans in s on a shared clock) per priority ever paused,
     and the traces' time scales, from loaded traces, each looked at once (a fabric's traces
     need not all be in memory together). Switches started tracing at different moments:
-    their ``started`` epochs put them on one clock that starts with the earliest trace."""
+    their starts put them on one clock that starts with the earliest trace: the simulator's
+    own (``virtual_s``) when every trace has it, else their ``started`` epochs (the wall
+    clock of a live lab's agents, set apart by the milliseconds between trace starts in a
+    simulated one)."""
     found, starts, scales = [], [], set()
     for header, samples in traces:
-        starts.append(header["started"])
+        starts.append((header.get("virtual_s"), header["started"]))
         scales.add(header["time_scale"])
         for port in header["ports"]:
             for p in paused_priorities(samples, port):  # each has a span
-                found.append((f"{header['node']} {port} P{p}", header["started"],
+                found.append((f"{header['node']} {port} P{p}", len(starts) - 1,
                               pause_spans(samples, port, p)))
-    origin = min(starts, default=0.0)
-    return ([(label, [(start + (started - origin), width) for start, width in spans])
-             for label, started, spans in found], sorted(scales))
+    clock = 0 if starts and all(v is not None for v, _ in starts) else 1
+    origin = min((s[clock] for s in starts), default=0.0)
+    return ([(label, [(start + (starts[i][clock] - origin), width) for start, width in spans])
+             for label, i, spans in found], sorted(scales))
 
 
 def longest_paused(rows: list[tuple[str, list[tuple[float, float]]]]

@@ -157,7 +157,7 @@ class SimSwitch:
             raise ValueError(f"{self.name}: a trace to {self.trace.path} is running")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.trace = Trace(self.switch, self.name, open(path, "wb", buffering=1 << 20),
-                           str(path), interval_s, ports, self.engine.now)
+                           str(path), interval_s, ports, self.engine.now, virtual=True)
         self._trace_gen += 1
         self._sampling = True
         self._sample(self._trace_gen)

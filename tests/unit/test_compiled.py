@@ -84,9 +84,9 @@ def test_compiled_and_pure_give_identical_results(tmp_path):
     """The default lab's whole check suite simulated, compiled and pure: every figure of
     evidence byte for byte (JSON and configs, the scenarios' own summary.json among them;
     the switch traces' samples, under a header that says when, in wall-clock time, each
-    began), and the same verdicts in the run's summary.json, whose other fields are
-    wall-clock times and paths. Captures and plots differ between any two runs (the
-    probes' random payload tags), so the figures behind them are what is compared."""
+    began), every plot drawn from them, and the same verdicts in the run's summary.json,
+    whose other fields are wall-clock times and paths. Captures differ between any two runs
+    (the probes' random payload tags), so the figures behind them are what is compared."""
     assert state_in_child() == "compiled"  # else this compares pure with pure
     lab = copy_lab(tmp_path / "lab")
     runs = {}
@@ -100,7 +100,7 @@ def test_compiled_and_pure_give_identical_results(tmp_path):
     files = {build: sorted(p.relative_to(r) for p in r.rglob("*") if p.is_file())
              for build, r in runs.items()}
     assert files["compiled"] == files["pure"]
-    evidence = [f for f in files["compiled"] if f.suffix in (".json", ".jsonl", ".yml")
+    evidence = [f for f in files["compiled"] if f.suffix in (".json", ".jsonl", ".yml", ".png")
                 and f != Path("summary.json")]
     assert any(f.name == "summary.json" for f in evidence)  # the scenario's figures
     for name in evidence:
@@ -116,4 +116,4 @@ def test_compiled_and_pure_give_identical_results(tmp_path):
         return [(c["name"], c["outcome"]) for c in summary["checks"]]
     assert verdicts(runs["compiled"]) == verdicts(runs["pure"])
     assert ("test_lossless_incast", "passed") in verdicts(runs["compiled"])
-    assert len(evidence) > 100
+    assert len(evidence) > 100 and any(f.name == "pauses.png" for f in evidence)

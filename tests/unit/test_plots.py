@@ -109,6 +109,23 @@ def test_paused_rows_put_switches_on_one_clock():
     assert rows[1][1] == [pytest.approx((0.5, 0.0005))]
 
 
+
+def test_simulated_traces_line_up_on_the_simulators_clock_not_the_wall():
+    """In virtual time the traces started at 1 ms and 3 ms of simulated time, whatever the
+    wall clock said as each was started; one trace without that clock means wall time."""
+    leaf = ({"node": "leaf1", "ports": PORTS, "started": 1000.9, "virtual_s": 0.001,
+             "time_scale": 1.0}, [sample(0.0, pause3=0.0005), sample(0.001)])
+    spine = ({"node": "spine1", "ports": PORTS, "started": 1000.5, "virtual_s": 0.003,
+              "time_scale": 1.0}, [sample(0.0, pause3=0.0005), sample(0.001)])
+    rows, _ = plots.paused_rows(iter([leaf, spine]))
+    assert [spans for _, spans in rows] == [[pytest.approx((0.0, 0.0005))],
+                                            [pytest.approx((0.002, 0.0005))]]
+    del spine[0]["virtual_s"]
+    rows, _ = plots.paused_rows(iter([leaf, spine]))
+    assert [spans for _, spans in rows] == [[pytest.approx((0.4, 0.0005))],
+                                            [pytest.approx((0.0, 0.0005))]]
+
+
 def test_thresholds_go_to_the_subplot_they_belong_to():
     assert plots.threshold_axis("XOFF PG3") == "pg"
     assert plots.threshold_axis("xon") == "pg"

@@ -67,6 +67,19 @@ def test_trace_writes_a_header_then_one_line_per_interval(tmp_path):
     assert samples[1:] == [{"t": 0.001, "ports": {}}, {"t": 0.0103, "ports": {}}]
 
 
+def test_a_simulated_switchs_trace_says_when_it_started_on_the_simulators_clock(tmp_path):
+    """``virtual_s`` lines a simulated lab's traces up exactly (``plots.paused_rows``); a
+    live agent's clock is its own, so its header has none."""
+    sw = learned(leaf1())
+    headers = []
+    for virtual in (True, False):
+        path = tmp_path / f"{virtual}.jsonl"
+        Trace(sw, "leaf1", open(path, "wb"), str(path), 0.001, [H1_PORT], now=0.0125,
+              virtual=virtual).close(0.02)
+        headers.append(json.loads(path.read_text().splitlines()[0]))
+    assert headers[0]["virtual_s"] == 0.0125 and "virtual_s" not in headers[1]
+
+
 def test_a_trace_line_holds_what_changed_and_reads_back_whole(tmp_path):
     """Only the ports that moved are written (h2's ingress PG and h1's egress queue, not the
     idle uplink); ``load_trace`` gives every sample whole, equal to what ``Switch.sample``
