@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from .drawing import Drawer, Figures
+from .drawing import Drawer, Figures, Undrawn
 from .summary_md import write_markdown
 from ..labs import fingerprint
 from ..labs import state as states
@@ -181,12 +181,12 @@ def crashed(call: pytest.CallInfo) -> bool:
         (AssertionError, pytest.fail.Exception, pytest.skip.Exception))
 
 
-def junit_errors(path: Path, undrawn: dict[str, str]) -> None:
+def junit_errors(path: Path, undrawn: dict[str, Undrawn]) -> None:
     """Rewrite, in the JUnit file pytest wrote, each crashed check's ``<failure>`` as an
     ``<error>`` (its test case has the property ``outcome`` = ``error``), and the suite's
     counts with it: pytest calls any exception in a test's body a failure. A check whose
     figures could not be drawn (``undrawn``: one of its ``plot`` properties, and why) is an
-    error too, whatever pytest wrote of it."""
+    error too, whatever pytest wrote of it, its error carrying the worker's traceback."""
     tree = ET.parse(path)
     for suite in tree.getroot().iter("testsuite"):
         counts = {k: int(suite.get(k, "0")) for k in ("failures", "errors", "skipped")}
@@ -204,7 +204,8 @@ def junit_errors(path: Path, undrawn: dict[str, str]) -> None:
                     case.remove(skipped)
                     counts["skipped"] -= 1
                 if case.find("error") is None:
-                    ET.SubElement(case, "error", message=why)
+                    error = ET.SubElement(case, "error", message=f"figures not drawn: {why.line}")
+                    error.text = why.trace
                     counts["errors"] += 1
         for key, value in counts.items():
             suite.set(key, str(value))
@@ -402,29 +403,37 @@ class Report:
                        for c in self.checks.values()],
         }
 
-    def undrawn(self, complete: bool) -> dict[str, str]:
+    def undrawn(self, complete: bool) -> dict[str, Undrawn]:
         """Wait for the figures drawn in the background; each check whose figures could not
-        be drawn becomes an error (and is printed again). Per plot of those, why."""
-        plots: dict[str, str] = {}
+        be drawn becomes an error, unless it is one already (and is printed again, after
+        the worker's traceback). Per plot of those, why."""
+        plots: dict[str, Undrawn] = {}
         for nodeid, why in self.drawer.finish(cancel=not complete).items():
             check = self.checks[nodeid]
-            had = check.outcome + (f": {check.reason}" if check.reason else "")
-            check.outcome, check.reason = "error", f"figures not drawn: {why} (it had {had})"
-            check.printed = False
+            if check.outcome != "error":
+                had = check.outcome + (f": {check.reason}" if check.reason else "")
+                check.outcome = "error"
+                check.reason = f"figures not drawn: {why.line} (it had {had})"
+                check.printed = False
+            if why.trace:  # what a live run's check would have shown as its crash
+                self._write(f"{check.name}: its figures could not be drawn\n{why.trace.rstrip()}")
             plots.update((str(v), why) for k, v in check.properties if k == PLOT)
         return plots
 
     @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
         complete = exitstatus != pytest.ExitCode.INTERRUPTED
+        for check in self.checks.values():
+            if not complete and check.outcome == "passed" and not check.called:
+                check.outcome, check.reason = "error", "interrupted before it finished"
         undrawn = self.undrawn(complete)
+        if undrawn and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # pytest's own exit code too
         xml = self.config.getoption("xmlpath", default=None)
         if xml and Path(xml).is_file() and (undrawn or any(c.crashed
                                                            for c in self.checks.values())):
             junit_errors(Path(xml), undrawn)
         for check in self.checks.values():
-            if not complete and check.outcome == "passed" and not check.called:
-                check.outcome, check.reason = "error", "interrupted before it finished"
             self._print(check)
         summary = self.summary(complete=complete)
         results = results_dir(self.config)
