@@ -23,7 +23,7 @@ import traceback
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent exits
 
@@ -37,19 +37,12 @@ class Figures(Protocol):
 
 
 class DrawingError(Exception):
-    """A figure the worker could not draw: the exception's one line and its traceback,
-    as text (the exception itself may not survive the trip back)."""
+    """Why figures were not drawn: one line, and the traceback behind it as text (the
+    worker's own exception may not survive the trip back; empty when there is none)."""
 
-    def __init__(self, line: str, trace: str) -> None:
+    def __init__(self, line: str, trace: str = "") -> None:
         super().__init__(line, trace)
         self.line, self.trace = line, trace
-
-
-class Undrawn(NamedTuple):
-    """Why a check's figures are missing: one line, and the traceback behind it."""
-
-    line: str
-    trace: str
 
 
 def _die_with(parent: int) -> None:
@@ -100,25 +93,25 @@ class Drawer:
         self._pools.append(pool)
         return pool
 
-    def finish(self, cancel: bool = False) -> dict[str, Undrawn]:
+    def finish(self, cancel: bool = False) -> dict[str, DrawingError]:
         """Wait for every queued figure (or, ``cancel``, for those already begun) and stop
         the workers; per check key, why its figures could not be drawn. Figures that were
         queued on a worker when it died are drawn again, each by a fresh worker of its
         own: the one that killed it dies again, the others are drawn."""
-        failed: dict[str, Undrawn] = {}
+        failed: dict[str, DrawingError] = {}
         for pool in self._pools:
             pool.shutdown(wait=True, cancel_futures=cancel)
         for key, figures, future in self._pending:
             if future.cancelled():
-                failed.setdefault(key, Undrawn("the run was interrupted first", ""))
+                failed.setdefault(key, DrawingError("the run was interrupted first"))
                 continue
             error = future.exception()
             if isinstance(error, BrokenProcessPool) and not cancel:
                 error = self._alone(figures)
-            if isinstance(error, DrawingError):
-                failed.setdefault(key, Undrawn(error.line, error.trace))
-            elif error is not None:  # the worker died: a crash, or out of memory
-                failed.setdefault(key, Undrawn(f"{type(error).__name__}: {error}", ""))
+            if error is not None and not isinstance(error, DrawingError):
+                error = DrawingError(f"{type(error).__name__}: {error}")  # the worker died
+            if error is not None:
+                failed.setdefault(key, error)
         self._pool, self._pools, self._pending = None, [], []
         return failed
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from .drawing import Drawer, Figures, Undrawn
+from .drawing import Drawer, DrawingError, Figures
 from .summary_md import write_markdown
 from ..labs import fingerprint
 from ..labs import state as states
@@ -181,7 +181,7 @@ def crashed(call: pytest.CallInfo) -> bool:
         (AssertionError, pytest.fail.Exception, pytest.skip.Exception))
 
 
-def junit_errors(path: Path, undrawn: dict[str, Undrawn]) -> None:
+def junit_errors(path: Path, undrawn: dict[str, DrawingError]) -> None:
     """Rewrite, in the JUnit file pytest wrote, each crashed check's ``<failure>`` as an
     ``<error>`` (its test case has the property ``outcome`` = ``error``), and the suite's
     counts with it: pytest calls any exception in a test's body a failure. A check whose
@@ -403,11 +403,11 @@ class Report:
                        for c in self.checks.values()],
         }
 
-    def undrawn(self, complete: bool) -> dict[str, Undrawn]:
+    def undrawn(self, complete: bool) -> dict[str, DrawingError]:
         """Wait for the figures drawn in the background; each check whose figures could not
         be drawn becomes an error, unless it is one already (and is printed again, after
         the worker's traceback). Per plot of those, why."""
-        plots: dict[str, Undrawn] = {}
+        plots: dict[str, DrawingError] = {}
         for nodeid, why in self.drawer.finish(cancel=not complete).items():
             check = self.checks[nodeid]
             if check.outcome != "error":
