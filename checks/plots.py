@@ -110,18 +110,17 @@ def paused_rows(traces: Iterable[tuple[dict, list[dict]]]
     own (``virtual_s``) when every trace has it, else their ``started`` epochs (the wall
     clock of a live lab's agents, set apart by the milliseconds between trace starts in a
     simulated one)."""
-    found, starts, scales = [], [], set()
+    found, headers = [], []
     for header, samples in traces:
-        starts.append((header.get("virtual_s"), header["started"]))
-        scales.add(header["time_scale"])
+        headers.append(header)
         for port in header["ports"]:
             for p in paused_priorities(samples, port):  # each has a span
-                found.append((f"{header['node']} {port} P{p}", len(starts) - 1,
+                found.append((f"{header['node']} {port} P{p}", header,
                               pause_spans(samples, port, p)))
-    clock = 0 if starts and all(v is not None for v, _ in starts) else 1
-    origin = min((s[clock] for s in starts), default=0.0)
-    return ([(label, [(start + (starts[i][clock] - origin), width) for start, width in spans])
-             for label, i, spans in found], sorted(scales))
+    clock = "virtual_s" if all("virtual_s" in h for h in headers) else "started"
+    origin = min((h[clock] for h in headers), default=0.0)
+    return ([(label, [(start + (h[clock] - origin), width) for start, width in spans])
+             for label, h, spans in found], sorted({h["time_scale"] for h in headers}))
 
 
 def longest_paused(rows: list[tuple[str, list[tuple[float, float]]]]
