@@ -9,15 +9,14 @@ PACKAGES=(iproute2 iputils-ping ethtool procps tcpdump tshark iperf3 python3-ven
 # the compiled build (compiled.py), made below: installed as root, else rocelab runs pure
 BUILD_PACKAGES=(gcc python3-dev)
 
+wanted=("${PACKAGES[@]}")
+if [ "$(id -u)" -eq 0 ]; then
+    wanted+=("${BUILD_PACKAGES[@]}")
+fi
 missing=()
-for p in "${PACKAGES[@]}"; do
+for p in "${wanted[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
-if [ "$(id -u)" -eq 0 ]; then
-    for p in "${BUILD_PACKAGES[@]}"; do
-        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-    done
-fi
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "install: missing Debian packages (${missing[*]}); run as root to install them" >&2
