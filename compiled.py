@@ -41,7 +41,7 @@ MODULES = (
     "rocelab.fabric.model.wred",
     "rocelab.fabric.model.egress",
     "rocelab.fabric.model.ports",
-    "rocelab.fabric.model.switch",
+    "rocelab.fabric.model.forwarding",
     "rocelab.nic.pause",
     "rocelab.nic.rc",
     "rocelab.nic.qp",

@@ -1,10 +1,12 @@
 # Types for the compiled build (compiled.py): Cython compiles switch.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
+from rocelab.fabric.model.forwarding cimport Forwarding
 from rocelab.labs.sim.engine cimport Engine
 
 cdef class SimSwitch:
     cdef public Engine engine
-    cdef public object name, switch, ifaces, trace, _tick_at
+    cdef public Forwarding switch
+    cdef public object name, ifaces, trace, _tick_at
     cdef public dict wires, _armed
     cdef public long long _gen, _tick_gen, _trace_gen, _events, _sampled_events
     cdef public bint _sampling

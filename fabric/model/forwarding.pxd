@@ -1,0 +1,43 @@
+# Types for the compiled build (compiled.py): Cython compiles forwarding.py, unchanged, with
+# these declarations; the pure-Python module ignores this file.
+from rocelab.fabric.model.buffers cimport PgBuffer, SharedPool
+from rocelab.fabric.model.counters cimport PortCounters
+from rocelab.fabric.model.egress cimport EgressPort
+from rocelab.fabric.model.egress_buffers cimport QueueBuffer
+from rocelab.fabric.model.ports cimport PortState
+from rocelab.fabric.model.scheduler cimport PortScheduler
+
+cdef class Charge:
+    cdef public PgBuffer buffer
+    cdef public long long nbytes, copies
+
+# the state the per-frame path touches (the rest of a switch's is the subclass's own)
+cdef class Forwarding:
+    cdef public object hostname, _charge, _router, _router6, _buffers
+    cdef public bytes router_mac
+    cdef public dict _ports, _backlogged
+    cdef public set _touched, _moved
+    cdef public list _control, _refreshes
+    cdef public double _now
+    cdef public bint _paced
+    cpdef list receive(self, port, frame, now)
+    cpdef dequeue(self, port, now)
+    cpdef next_send_time(self, port)
+    cpdef list backlogged(self)
+    cpdef set take_touched(self)
+    cpdef list take_control(self)
+    cpdef _ingress(self, PortState port, bytes frame, now, list out)
+    cpdef _switched_in(self, PortState port, bytes frame, int ethertype, Py_ssize_t off,
+                       int vid, int prio, cls, now, list out)
+    cpdef _routed_in(self, PortState port, bytes frame, int ethertype, Py_ssize_t off,
+                     int vid, int prio, cls, now, list out)
+    cpdef _l3_in(self, iface, PortState port, bytes frame, int ethertype, Py_ssize_t off,
+                 int prio, cls, list out, now)
+    cpdef _mac_control_in(self, PortState port, bytes frame, now)
+    cpdef _send_pfc(self, PortState port, quanta, sender)
+    cpdef _transmit(self, list out, received, now)
+    cpdef _discharge(self, Charge charge, now)
+    cpdef _free(self, PgBuffer buffer, nbytes, now)
+    cpdef _resume(self, pool, now)
+    cpdef _release_queued(self, QueueBuffer held, nbytes, Charge charge, now)
+    cpdef _flush(self, PortState port, queue, now, reason)
