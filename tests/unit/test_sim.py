@@ -14,7 +14,8 @@ from rocelab.labs.runtimes.registry import runtime_for
 from rocelab.labs import topology
 from rocelab.labs.runtimes import sim
 from rocelab.labs.errors import LabError
-from rocelab.labs.sim.engine import GC_YOUNG_THRESHOLD, PS, Engine, to_ps
+from rocelab.labs.sim.engine import (GC_YOUNG_THRESHOLD, HEAP_START, PS, ArrayHeap, Engine,
+                                     TupleHeap, to_ps)
 from rocelab.labs.sim.hostconfig import SimError, host_config
 from rocelab.labs.sim.link import Wire, cable_delay_ps
 from tests.conftest import TOPOLOGIES
@@ -31,6 +32,59 @@ def test_events_run_in_time_order_and_ties_in_scheduling_order():
     assert seen == ["a", "b"] and engine.now_ps == 25
     engine.run(100)
     assert seen == ["a", "b", "c", "d"]
+
+
+def test_the_heap_keeps_time_and_scheduling_order_as_it_grows_and_empties():
+    """Past the heap's first room (it grows while events run), with ties and events a
+    handler schedules for its own instant: the order is (time, order of scheduling)."""
+    engine, seen, expected = Engine(), [], []
+    rand = random.Random(5)
+
+    def handler(tag: int) -> None:
+        seen.append((engine.now_ps, tag))
+        if tag < 4000 and rand.random() < 0.4:  # a follow-up, often at this very instant
+            schedule(engine.now_ps + rand.choice((0, 0, 1, rand.randrange(500))))
+
+    def schedule(when: int) -> None:
+        expected.append((max(when, engine.now_ps), len(expected)))
+        engine.at(when, handler, len(expected) - 1)
+
+    for _ in range(3 * HEAP_START):
+        schedule(rand.randrange(2000))
+    assert engine.pending == 3 * HEAP_START
+    engine.run(10**6)
+    assert engine.pending == 0
+    assert seen == sorted(expected)
+    schedule(engine.now_ps + 7)  # the emptied heap takes events again
+    engine.run(engine.now_ps + 7)
+    assert seen[-1] == expected[-1]
+
+
+@pytest.mark.parametrize("heap_type", [TupleHeap, ArrayHeap])
+def test_both_heaps_give_the_earliest_event_then_the_first_scheduled(heap_type):
+    """Each build's heap (engine module docstring): pushes and pops interleaved as a run
+    does them, past an ArrayHeap's first room, many events sharing a time; every pop is the
+    least (time, sequence) of what the heap holds."""
+    heap, rand, holds = heap_type(), random.Random(11), []
+    now = 0
+
+    def pop() -> None:
+        least = min(holds)
+        assert heap.earliest() == least[0]
+        assert heap.pop() == (print, least)
+        holds.remove(least)
+
+    for seq in range(4 * HEAP_START):
+        when = now + rand.choice((0, 0, 1, rand.randrange(300)))
+        heap.push(when, seq, print, (when, seq))
+        holds.append((when, seq))
+        if rand.random() < 0.3:
+            now = min(holds)[0]
+            pop()
+    assert len(heap) == len(holds)
+    while holds:
+        pop()
+    assert len(heap) == 0
 
 
 def test_the_collector_runs_rarely_while_events_run_and_as_before_after():
