@@ -5,6 +5,7 @@ from rocelab.fabric.model.counters cimport PortCounters
 from rocelab.fabric.model.egress cimport EgressPort
 from rocelab.fabric.model.egress_buffers cimport QueueBuffer
 from rocelab.fabric.model.ports cimport PortState
+from rocelab.fabric.model.router cimport Router
 from rocelab.fabric.model.scheduler cimport PortScheduler
 
 cdef class Charge:
@@ -13,7 +14,8 @@ cdef class Charge:
 
 # the state the per-frame path touches (the rest of a switch's is the subclass's own)
 cdef class Forwarding:
-    cdef public object hostname, _charge, _router, _router6, _buffers
+    cdef public object hostname, _charge, _router6, _buffers
+    cdef public Router _router
     cdef public bytes router_mac
     cdef public dict _ports, _backlogged
     cdef public set _touched, _moved

@@ -30,6 +30,8 @@ import zlib
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING
 
+import cython
+
 from .classify import CPU_CLASS
 from .counters import (ARP_NOT_FOR_US, ARP_QUEUE_FULL, ARP_UNRESOLVED, FORWARDED,
                        IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED, NON_IP_TO_ROUTER, TO_CPU,
@@ -41,6 +43,7 @@ from .frames import (ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV
                      icmp_echo_reply, icmp_error, ipv4_packet, parse_arp, ttl_decrement)
 from .interfaces import MASKS
 from .neighbors import ARP_RETRY_S, ARP_TRIES
+from .ports import PortState
 from .router_base import RouterBase
 from .routes import Route
 
@@ -48,7 +51,6 @@ if TYPE_CHECKING:
     from ..config import StaticRoute
     from .interfaces import L3Interface
     from .neighbors import Neighbor
-    from .ports import PortState
 
 
 class Router(RouterBase):
@@ -113,6 +115,10 @@ class Router(RouterBase):
             return self.arp_in(iface, ingress, frame, off, prio, out, now)
         return NON_IP_TO_ROUTER
 
+    @cython.locals(frame=bytes, off=cython.Py_ssize_t, size=cython.Py_ssize_t,
+                   ihl=cython.Py_ssize_t, total=cython.Py_ssize_t, vihl=cython.int,
+                   frag=cython.int, ttl=cython.int, proto=cython.int, csum=cython.int,
+                   port=PortState, l2=bytes)
     def ipv4_in(self, iface: L3Interface, ingress: PortState, frame: bytes, off: int,
                 prio: int, cls: tuple, out: list, now: float) -> str:
         """Route one IPv4 packet (the per-packet hot path: keep it lean)."""

@@ -52,16 +52,13 @@ class RouterBase:
     ``tick`` and in ``_forget``.
     """
 
-    TRIES: int
-    RETRY_S: float
-    UNRESOLVED: str  # the drop reason of what waited for a next hop that never answered
-    QUEUE_FULL: str  # the drop reason of a packet beyond MAX_HELD waiting for one
+    # A family's class constants (not annotated here: in the compiled build an annotation in
+    # an extension type's body would declare an instance attribute):
+    # TRIES (int) and RETRY_S (float), its neighbour timings; UNRESOLVED (str), the drop
+    # reason of what waited for a next hop that never answered; QUEUE_FULL (str), that of a
+    # packet beyond MAX_HELD waiting for one; ETHERTYPE (int); MASKS (list[int]), its prefix
+    # masks, for its RoutingTable; VERSION (int), 4 or 6, on the routes it builds.
     MAX_HELD = ARP_MAX_HELD
-    ETHERTYPE: int
-    MASKS: list[int]  # the family's prefix masks, for its RoutingTable
-    VERSION: int  # 4 or 6, on the routes it builds
-    timers_moved = True  # next_timer must walk the entries again (an instance attribute once set)
-    _next_timer: float | None = None
 
     def __init__(self, router_mac: bytes, interfaces: Iterable[L3Interface],
                  static_routes: Iterable[StaticRoute], local_ips: Iterable[int],
@@ -88,6 +85,8 @@ class RouterBase:
         # installed routes' next hops not asked for yet (``tick`` asks), by neighbour key
         self._to_resolve: dict[tuple[str, int], Neighbor] = {}
         self._resolve_at = 0.0  # when ``_to_resolve`` was first filled: ``tick`` is due
+        self.timers_moved = True  # next_timer must walk the entries again
+        self._next_timer: float | None = None  # what it found when it last did
         self.rebuild(0.0)
 
     # --- what a family supplies ------------------------------------------------------------
