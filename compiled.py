@@ -45,6 +45,7 @@ MODULES = (
     "rocelab.fabric.model.router",
     "rocelab.fabric.model.router6",
     "rocelab.fabric.model.forwarding",
+    "rocelab.nic.codec",
     "rocelab.nic.pause",
     "rocelab.nic.rc",
     "rocelab.nic.qp",

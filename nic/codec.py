@@ -109,8 +109,8 @@ def _zeros(n: int) -> bytes:
 _ZEROS: dict[int, bytes] = {}
 
 
-def _frame(headers: Headers, opcode: int, dqpn: int, psn: int, ext: bytes, payload: int, *,
-           ackreq: bool = False, becn: bool = False) -> bytes:
+def _frame(headers: Headers, opcode: int, dqpn: int, psn: int, ext: bytes, payload: int,
+           ackreq: bool, becn: bool) -> bytes:
     """The frame in one join, its ICRC continued from the CRC its headers share with every
     frame of this length (``roce.icrc`` gives the same, parsing the frame first)."""
     pad = -payload % 4
@@ -127,18 +127,19 @@ def data_frame(headers: Headers, dqpn: int, psn: int, opcode: int, payload: int,
     """A SEND or WRITE packet with ``payload`` zero bytes; ``reth`` (offset, DMA length)
     for a WRITE's first or only packet."""
     ext = b"" if reth is None else RETH.pack(REMOTE_VADDR + reth[0], RKEY, reth[1])
-    return _frame(headers, opcode, dqpn, psn, ext, payload, ackreq=ackreq)
+    return _frame(headers, opcode, dqpn, psn, ext, payload, ackreq, False)
 
 
 def ack_frame(headers: Headers, dqpn: int, psn: int, msn: int, *, nak: bool = False) -> bytes:
     """ACK (credits not given, as NICs send) or PSN-sequence-error NAK."""
     syndrome = NAK_PSN_SEQUENCE if nak else AETH_CREDITS_INVALID
-    return _frame(headers, ACK_OPCODE, dqpn, psn, AETH.pack(syndrome << 24 | msn), 0)
+    return _frame(headers, ACK_OPCODE, dqpn, psn, AETH.pack(syndrome << 24 | msn), 0, False,
+                  False)
 
 
 def cnp_frame(headers: Headers, dqpn: int) -> bytes:
     """CNP: BECN set, 16 reserved bytes, PSN 0."""
-    return _frame(headers, CNP_OPCODE, dqpn, 0, bytes(CNP_PADDING), 0, becn=True)
+    return _frame(headers, CNP_OPCODE, dqpn, 0, bytes(CNP_PADDING), 0, False, True)
 
 
 # bytes between the BTH and the payload, by opcode: RETH, AETH, the CNP's reserved bytes

@@ -1,0 +1,16 @@
+# Types for the compiled build (compiled.py): Cython compiles codec.py, unchanged, with
+# these declarations; the pure-Python module ignores this file.
+cdef class Headers:
+    cdef public bint ipv6
+    cdef public bytes eth, src, dst
+    cdef public long long tos, sport, ttl
+    cdef public dict _by_length, _crc_by_length
+    cpdef icrc_seed(self, Py_ssize_t length)
+    cpdef bytes for_transport(self, Py_ssize_t length)
+
+cpdef bytes _zeros(Py_ssize_t n)
+cpdef bytes _frame(Headers headers, long long opcode, long long dqpn, long long psn, bytes ext,
+                   Py_ssize_t payload, long long ackreq, long long becn)
+cpdef parse(bytes frame)
+cpdef _parse6(bytes frame)
+cpdef _transport(bytes frame, Py_ssize_t bth_at, Py_ssize_t udp_len, bytes src_ip, long long ecn)
