@@ -33,6 +33,8 @@ MODULES = (
     "rocelab.labs.sim.switch",
     "rocelab.labs.sim.host",
     "rocelab.fabric.model.cable",
+    "rocelab.fabric.model.bridge",
+    "rocelab.fabric.model.interfaces",
     "rocelab.fabric.model.scheduler",
     "rocelab.fabric.model.pause",
     "rocelab.fabric.model.egress_buffers",

@@ -1,5 +1,6 @@
 # Types for the compiled build (compiled.py): Cython compiles forwarding.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
+from rocelab.fabric.model.bridge cimport VlanBridge
 from rocelab.fabric.model.buffers cimport PgBuffer, SharedPool
 from rocelab.fabric.model.counters cimport PortCounters
 from rocelab.fabric.model.egress cimport EgressPort

@@ -34,6 +34,7 @@ from __future__ import annotations
 import cython
 
 from .buffers import ADMITTED, PgBuffer, SharedPool
+from .bridge import VlanBridge
 from .classify import CPU_CLASS, CPU_QUEUE
 from .counters import (FLOW_CONTROL, FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC,
                        PORT_DOWN, PORT_UNCONFIGURED, TO_CPU, VLAN_NOT_MEMBER, PortCounters)
@@ -213,6 +214,7 @@ class Forwarding:
             return self._routed_in(port, frame, ethertype, off, vid, prio, cls, now, out)
         return PORT_UNCONFIGURED
 
+    @cython.locals(bridge=VlanBridge)
     def _switched_in(self, port: PortState, frame: bytes, ethertype: int, off: int, vid: int,
                      prio: int, cls: tuple, now: float, out: list) -> str:
         """A VLAN member's frame: classify into a VLAN, learn, then route or bridge.
