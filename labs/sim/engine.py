@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import gc
 import heapq
-import math
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +31,10 @@ from typing import Any
 import cython
 
 PS = 10**12  # picoseconds per second
+# PS as a float: the same quotient for any ps below 2**53 (2.5 hours), and a C double when
+# compiled, so ``to_ps`` runs without Python numbers
+PS_FLOAT = cython.declare(cython.double, 1e12)
+LAST_PS = cython.declare(cython.double, 2.0**62)  # beyond it, a time is no 64-bit integer
 GC_YOUNG_THRESHOLD = 100_000  # new container objects between young collections, while running
 HEAP_START = 1024  # events an ArrayHeap holds before it first grows (it doubles)
 
@@ -48,12 +51,18 @@ def few_collections() -> Iterator[None]:
         gc.set_threshold(*old)
 
 
+@cython.locals(exact=cython.double, ps=cython.longlong)
 def to_ps(seconds: float) -> int:
     """A model's deadline in ps, never early: the models compare ``now`` (``ps / PS``, a
     float again) with their own float deadline, so the round trip must not land a hair
     before it, or a wake would find nothing to do and re-arm at the same instant forever."""
-    ps = math.ceil(seconds * PS)
-    while ps / PS < seconds:
+    exact = seconds * PS_FLOAT
+    if not -LAST_PS < exact < LAST_PS:  # infinite, NaN, or past the clock's 64 bits
+        raise OverflowError(f"{seconds} s cannot be a time on the simulator's clock")
+    ps = cython.cast(cython.longlong, exact)  # toward zero; then up, as math.ceil
+    if ps < exact:
+        ps += 1
+    while ps / PS_FLOAT < seconds:
         ps += 1
     return ps
 

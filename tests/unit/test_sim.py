@@ -87,6 +87,13 @@ def test_both_heaps_give_the_earliest_event_then_the_first_scheduled(heap_type):
     assert len(heap) == 0
 
 
+@pytest.mark.parametrize("seconds", [float("inf"), float("nan"), 1e7, -1e7])
+def test_a_time_off_the_clock_is_an_error_not_a_wrapped_integer(seconds):
+    """Compiled, ``to_ps`` converts to a 64-bit integer: what does not fit is refused."""
+    with pytest.raises(OverflowError, match="cannot be a time on the simulator's clock"):
+        to_ps(seconds)
+
+
 def test_the_collector_runs_rarely_while_events_run_and_as_before_after():
     engine, seen = Engine(), []
     before = gc.get_threshold()
