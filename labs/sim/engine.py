@@ -90,6 +90,25 @@ class TupleHeap:
         return handler, args
 
 
+@cython.cfunc
+@cython.inline
+@cython.locals(keys="long long[::1]", to=cython.Py_ssize_t, when=cython.longlong,
+               seq=cython.longlong, slot=cython.longlong)
+def _put(keys, to: int, when: int, seq: int, slot: int) -> None:
+    """Entry ``to`` of an ArrayHeap's keys set to one event's ``(time, seq, slot)``."""
+    keys[3 * to] = when
+    keys[3 * to + 1] = seq
+    keys[3 * to + 2] = slot
+
+
+@cython.cfunc
+@cython.inline
+@cython.locals(keys="long long[::1]", to=cython.Py_ssize_t, source=cython.Py_ssize_t)
+def _move(keys, to: int, source: int) -> None:
+    """Entry ``source`` of an ArrayHeap's keys copied over entry ``to``."""
+    _put(keys, to, keys[3 * source], keys[3 * source + 1], keys[3 * source + 2])
+
+
 class ArrayHeap:
     """The compiled build's event heap, with ``TupleHeap``'s order: integers only, each
     event's ``(time, seq, slot)`` in one array of 64-bit integers (a C array to the compiled
@@ -127,13 +146,9 @@ class ArrayHeap:
             parent = (i - 1) >> 1
             if keys[3 * parent] <= when:
                 break
-            keys[3 * i] = keys[3 * parent]
-            keys[3 * i + 1] = keys[3 * parent + 1]
-            keys[3 * i + 2] = keys[3 * parent + 2]
+            _move(keys, i, parent)
             i = parent
-        keys[3 * i] = when
-        keys[3 * i + 1] = seq
-        keys[3 * i + 2] = slot
+        _put(keys, i, when, seq, slot)
 
     def _grow(self) -> None:
         """Twice the room (the heap is full): the heap copied over, the new slots free."""
@@ -169,13 +184,9 @@ class ArrayHeap:
                 child += 1
             if when < keys[3 * child] or (when == keys[3 * child] and seq < keys[3 * child + 1]):
                 break
-            keys[3 * i] = keys[3 * child]
-            keys[3 * i + 1] = keys[3 * child + 1]
-            keys[3 * i + 2] = keys[3 * child + 2]
+            _move(keys, i, child)
             i = child
-        keys[3 * i] = when
-        keys[3 * i + 1] = seq
-        keys[3 * i + 2] = slot
+        _put(keys, i, when, seq, slot)
         call, self._calls[first] = self._calls[first], None
         return call
 
