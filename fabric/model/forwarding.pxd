@@ -15,13 +15,12 @@ cdef class Charge:
 
 # the state the per-frame path touches (the rest of a switch's is the subclass's own)
 cdef class Forwarding:
-    cdef public object hostname, _charge, _router6, _buffers
+    cdef public object hostname, _now, _charge, _router6, _buffers
     cdef public Router _router
     cdef public bytes router_mac
     cdef public dict _ports, _backlogged
     cdef public set _touched, _moved
     cdef public list _control, _refreshes
-    cdef public double _now
     cdef public bint _paced
     cpdef list receive(self, port, frame, now)
     cpdef dequeue(self, port, now)
