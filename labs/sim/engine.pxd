@@ -2,7 +2,6 @@
 # these declarations; the pure-Python module ignores this file. TupleHeap, the
 # interpreter's heap, stays an ordinary class.
 cdef class ArrayHeap:
-    cdef object _store, _free_store
     cdef long long[::1] _keys, _free
     cdef list _calls
     cdef Py_ssize_t _size

@@ -109,18 +109,28 @@ def _move(keys, to: int, source: int) -> None:
     _put(keys, to, keys[3 * source], keys[3 * source + 1], keys[3 * source + 2])
 
 
+@cython.cfunc
+@cython.inline
+@cython.returns(cython.bint)
+@cython.locals(keys="long long[::1]", a=cython.Py_ssize_t, b=cython.Py_ssize_t)
+def _before(keys, a: int, b: int) -> bool:
+    """Whether entry ``a`` of an ArrayHeap's keys runs before entry ``b``: earlier, or as
+    early and scheduled first."""
+    return keys[3 * a] < keys[3 * b] or (keys[3 * a] == keys[3 * b]
+                                         and keys[3 * a + 1] < keys[3 * b + 1])
+
+
 class ArrayHeap:
     """The compiled build's event heap, with ``TupleHeap``'s order: integers only, each
     event's ``(time, seq, slot)`` in one array of 64-bit integers (a C array to the compiled
     code, so the sift compares C integers); its handler and arguments wait in ``_calls`` at
-    its slot. ``_free[:capacity - size]`` are the slots not in use."""
+    its slot. ``_free[:capacity - size]`` are the slots not in use. Both arrays are typed
+    views to the compiled code."""
 
     def __init__(self) -> None:
-        self._store = array("q", bytes(24 * HEAP_START))
-        self._keys = self._store  # the compiled build's typed view of the same array
+        self._keys = array("q", bytes(24 * HEAP_START))
         self._calls: list[tuple[Callable[..., Any], tuple] | None] = [None] * HEAP_START
-        self._free_store = array("q", range(HEAP_START))
-        self._free = self._free_store  # typed view, as ``_keys``
+        self._free = array("q", range(HEAP_START))
         self._size = 0
 
     def __len__(self) -> int:
@@ -150,20 +160,20 @@ class ArrayHeap:
             i = parent
         _put(keys, i, when, seq, slot)
 
+    @cython.locals(bigger="long long[::1]")
     def _grow(self) -> None:
         """Twice the room (the heap is full): the heap copied over, the new slots free."""
         capacity = len(self._calls)
         bigger = array("q", bytes(48 * capacity))
-        bigger[:3 * capacity] = self._store
-        self._store = self._keys = bigger
+        bigger[:3 * capacity] = self._keys[:3 * capacity]
+        self._keys = bigger
         self._calls.extend([None] * capacity)
         free = array("q", range(capacity, 2 * capacity))  # the new slots; none else is free
         free.extend(array("q", bytes(8 * capacity)))
-        self._free_store = self._free = free
+        self._free = free
 
     @cython.locals(keys="long long[::1]", i=cython.Py_ssize_t, child=cython.Py_ssize_t,
-                   size=cython.Py_ssize_t, when=cython.longlong, seq=cython.longlong,
-                   slot=cython.longlong, first=cython.longlong)
+                   size=cython.Py_ssize_t, first=cython.longlong)
     def pop(self) -> tuple[Callable[..., Any], tuple]:
         """The next event's handler and arguments, taken off the heap."""
         keys = self._keys
@@ -171,22 +181,19 @@ class ArrayHeap:
         size = self._size - 1
         self._size = size
         self._free[len(self._calls) - size - 1] = first
-        # the last event, sifted down from the top
-        when, seq, slot = keys[3 * size], keys[3 * size + 1], keys[3 * size + 2]
+        # the last event (entry ``size``, past the heap now), sifted down from the top
         i = 0
         while True:
             child = 2 * i + 1
             if child >= size:
                 break
-            if child + 1 < size and (keys[3 * child + 3] < keys[3 * child] or (
-                    keys[3 * child + 3] == keys[3 * child]
-                    and keys[3 * child + 4] < keys[3 * child + 1])):
+            if child + 1 < size and _before(keys, child + 1, child):
                 child += 1
-            if when < keys[3 * child] or (when == keys[3 * child] and seq < keys[3 * child + 1]):
+            if _before(keys, size, child):
                 break
             _move(keys, i, child)
             i = child
-        _put(keys, i, when, seq, slot)
+        _move(keys, i, size)
         call, self._calls[first] = self._calls[first], None
         return call
 
@@ -219,15 +226,18 @@ class Engine:
         self._seq = seq + 1
         self._heap.push(when_ps, seq, handler, args)
 
-    @cython.locals(handled=cython.Py_ssize_t, until=cython.longlong)
+    @cython.locals(handled=cython.Py_ssize_t, until=cython.longlong, when=cython.longlong)
     def run(self, until_ps: int, stop: Callable[[], bool] | None = None) -> bool:
         """Handle events up to ``until_ps`` (the clock then stands there), or until ``stop()``
         holds after an event; True if it stopped on ``stop``."""
         heap, handled, until = self._heap, 0, until_ps
         try:
             with few_collections():
-                while len(heap) and heap.earliest() <= until:
-                    self.now_ps = heap.earliest()
+                while len(heap):
+                    when = heap.earliest()
+                    if when > until:
+                        break
+                    self.now_ps = when
                     handler, args = heap.pop()
                     handler(*args)
                     handled += 1
