@@ -1,5 +1,7 @@
 # Types for the compiled build (compiled.py): Cython compiles codec.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
+from rocelab.nic.roce cimport bth_crc
+
 cdef class Headers:
     cdef public bint ipv6
     cdef public bytes eth, src, dst
@@ -9,6 +11,8 @@ cdef class Headers:
     cpdef bytes for_transport(self, Py_ssize_t length)
 
 cpdef bytes _zeros(Py_ssize_t n)
+cdef list _ZERO_RUN_TABLES, _ZERO_RUN_CONSTANTS
+cpdef unsigned int crc32_zeros(Py_ssize_t n, unsigned int crc)
 cpdef bytes _frame(Headers headers, long long opcode, long long dqpn, long long psn, bytes ext,
                    Py_ssize_t payload, long long ackreq, long long becn)
 cpdef parse(bytes frame)

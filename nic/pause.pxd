@@ -1,5 +1,7 @@
 # Types for the compiled build (compiled.py): Cython compiles pause.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
+from rocelab.nic.roce cimport mac_control
+
 cdef class PauseTimer:
     cdef public object priority
     cdef public double quantum_s, until, began, paused_s

@@ -7,6 +7,7 @@ from rocelab.fabric.model.egress cimport EgressPort
 from rocelab.fabric.model.egress_buffers cimport QueueBuffer
 from rocelab.fabric.model.ports cimport PortState
 from rocelab.fabric.model.router cimport Router
+from rocelab.fabric.model.router6 cimport Router6
 from rocelab.fabric.model.scheduler cimport PortScheduler
 
 cdef class Charge:
@@ -15,19 +16,21 @@ cdef class Charge:
 
 # the state the per-frame path touches (the rest of a switch's is the subclass's own)
 cdef class Forwarding:
-    cdef public object hostname, _now, _charge, _router6, _buffers
+    cdef public object hostname, _now, _charge, _buffers
     cdef public Router _router
+    cdef public Router6 _router6
     cdef public bytes router_mac
     cdef public dict _ports, _backlogged
     cdef public set _touched, _moved
     cdef public list _control, _refreshes
-    cdef public bint _paced
+    cdef public bint _paced, _refresh_moved, _timers_moved
     cpdef list receive(self, port, frame, now)
     cpdef dequeue(self, port, now)
     cpdef next_send_time(self, port)
     cpdef list backlogged(self)
     cpdef set take_touched(self)
     cpdef list take_control(self)
+    cpdef bint timers_moved(self)
     cpdef _ingress(self, PortState port, bytes frame, now, list out)
     cpdef _switched_in(self, PortState port, bytes frame, int ethertype, Py_ssize_t off,
                        int vid, int prio, cls, now, list out)

@@ -123,10 +123,12 @@ class Forwarding:
             self._discharge(charge, now)
         return frame
 
+    @cython.locals(state=PortState, egress=EgressPort)
     def next_send_time(self, port: str) -> float | None:
         """When ``port`` can send its next frame (None: nothing queued, or its TX is
         disabled). A paused queue counts from the end of its pause."""
-        egress = self._ports[port].egress
+        state = self._ports[port]
+        egress = state.egress
         return egress.scheduler.next_send_time() if egress.tx_enabled else None
 
     def backlogged(self) -> list[str]:
@@ -145,6 +147,14 @@ class Forwarding:
         ``dequeue``) and forwarded frames that cut through (see ``_transmit``)."""
         control, self._control = self._control, []
         return control
+
+    def timers_moved(self) -> bool:
+        """Whether ``next_timer`` may be earlier than when it was last asked: a PFC refresh
+        started (an XOFF sent), a neighbour's timer moved, a tick ran or a watchdog was
+        rescaled. A frame moves none of them but rarely, so a shell asks this after each
+        frame and ``next_timer`` only when it holds."""
+        return (self._refresh_moved or self._timers_moved or self._router.timers_moved
+                or self._router6.timers_moved)
 
     # --- pipeline ----------------------------------------------------------------------------
 
@@ -297,6 +307,7 @@ class Forwarding:
         if not quanta:
             return
         refresh.moved(self._refreshes, sender, port.name)
+        self._refresh_moved = True
         if not port.up:
             return
         self._control.append((port.name, pfc_frame(self.router_mac, quanta)))

@@ -1,5 +1,6 @@
 # Types for the compiled build (compiled.py): Cython compiles router.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
+from rocelab.fabric.model.frames cimport ttl_decrement
 from rocelab.fabric.model.ports cimport PortState
 from rocelab.fabric.model.router_base cimport RouterBase
 

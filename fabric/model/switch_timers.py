@@ -45,6 +45,7 @@ class SwitchTimers:
         Called once the ports have their egress (their watchdogs)."""
         self._next_sweep = 0.0
         self._refreshes: list[refresh.Entry] = []
+        self._refresh_moved = False  # a refresh pushed since next_timer (timers_moved)
         self._watchdogs = [w for p in self._ports.values() for w in p.egress.watchdogs.values()]
         self._watchdog_at = -math.inf  # the earliest poll due, as of the last tick
         self._timers_moved = True
@@ -90,6 +91,7 @@ class SwitchTimers:
         FDB sweep; None when there is none. Call ``tick`` then, so refreshes leave when due
         whatever the caller's clock (the agent's, a virtual one). A received pause ending
         is not a tick's work: ``next_send_time`` counts a paused queue from its end."""
+        self._refresh_moved = False
         if self._timers_moved:
             own = self._next_sweep if self._vlans else None
             for watchdog in self._watchdogs:

@@ -15,6 +15,7 @@ cdef class Engine:
     cdef ArrayHeap _heap
     cdef long long _seq
     cdef public object events
+    cdef bint _halted
     cpdef later(self, object when_ps, object handler, tuple args)
 
 cpdef object to_ps(double seconds)

@@ -206,6 +206,7 @@ class Engine:
         self._heap = ArrayHeap() if cython.compiled else TupleHeap()
         self._seq = 0
         self.events = 0  # handled so far: the engine's own speed figure
+        self._halted = False
 
     @property
     def now(self) -> float:
@@ -226,11 +227,18 @@ class Engine:
         self._seq = seq + 1
         self._heap.push(when_ps, seq, handler, args)
 
+    def halt(self) -> None:
+        """Make the running ``run`` return True once the event being handled is done: a
+        handler's word that what the caller waits for may have happened (a condition asked
+        after every event would cost a Python call per event)."""
+        self._halted = True
+
     @cython.locals(handled=cython.Py_ssize_t, until=cython.longlong, when=cython.longlong)
-    def run(self, until_ps: int, stop: Callable[[], bool] | None = None) -> bool:
-        """Handle events up to ``until_ps`` (the clock then stands there), or until ``stop()``
-        holds after an event; True if it stopped on ``stop``."""
+    def run(self, until_ps: int) -> bool:
+        """Handle events up to ``until_ps`` (the clock then stands there), or until a handler
+        calls ``halt``; True if it halted."""
         heap, handled, until = self._heap, 0, until_ps
+        self._halted = False
         try:
             with few_collections():
                 while len(heap):
@@ -241,7 +249,7 @@ class Engine:
                     handler, args = heap.pop()
                     handler(*args)
                     handled += 1
-                    if stop is not None and stop():
+                    if self._halted:
                         return True
         finally:
             self.events += handled

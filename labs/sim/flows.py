@@ -90,8 +90,11 @@ class SimRunning:
         3 % of its run."""
         self._unfinished = [n for n in self._unfinished if not n.complete]
         self.done = not self._unfinished
-        if self.on_progress is not None or not self.acked:
+        first = not self.acked
+        if self.on_progress is not None or first:
             self.acked = sum(n.progress()["sent_bytes"] for n in self.nics.values())
+        if self.done or first and self.acked:  # what ``flowing`` and ``wait`` wait for
+            self.engine.halt()
         if self.on_progress is not None:
             self.on_progress(self.acked)
         if not self.done:
@@ -104,14 +107,15 @@ class SimRunning:
     def flowing(self, timeout_s: float) -> bool:
         """Run the clock until a first byte is acknowledged (or ``timeout_s``, a live span)."""
         until = min(self.limit_ps, self.engine.now_ps + to_ps(self.lab.sim_s(timeout_s)))
-        self.engine.run(until, stop=lambda: self.acked > 0 or self.done)
+        while not (self.acked > 0 or self.done) and self.engine.run(until):
+            pass
         return self.acked > 0
 
     def wait(self) -> tuple[dict[str, dict], float]:
         engine = self.engine
         try:
-            if not self.done:
-                engine.run(self.limit_ps, stop=lambda: self.done)
+            while not self.done and engine.run(self.limit_ps):
+                pass
         finally:
             now = engine.now
             with few_collections():  # as many results, and rate series points

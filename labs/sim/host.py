@@ -188,6 +188,7 @@ class SimHost:
     def _answer(self, ident_seq: bytes, ttl: int, src: IPAddress, kind: str) -> None:
         self.replies[struct.unpack("!HH", ident_seq)] = PingReply(ttl, str(src), kind,
                                                                   self.engine.now_ps)
+        self.engine.halt()  # the ping waiting for it runs on (``SimHosts._echo``)
 
     # --- sending ----------------------------------------------------------------------
 

@@ -109,7 +109,8 @@ class SimHosts:
         if not host.ping(ip, *key, ttl=ttl):
             return None
         deadline = self.engine.now_ps + to_ps(self.sim_s(PING_WAIT_S))
-        self.engine.run(deadline, stop=lambda: key in host.replies)
+        while key not in host.replies and self.engine.run(deadline):  # halted by a reply
+            pass
         return host.replies.pop(key, None)
 
     def ping(self, src: str, dst: str, dst_ip: str, count: int = 2) -> Ping:

@@ -8,8 +8,9 @@ agent drives it (``fabric/agent.py``), with wires instead of sockets and the eng
   older ones return at once);
 - timers: ``tick`` exactly when ``Switch.next_timer`` says (a PFC refresh at half the pause,
   a watchdog poll, an ARP retry, the FDB sweep), as the agent arms its own: one pending tick
-  event, re-armed after every receive, dequeue and tick when the next timer moved earlier (a
-  generation number makes a superseded one return at once).
+  event, re-armed after a tick, and after a receive that moved a timer
+  (``Switch.timers_moved``), when the next timer moved earlier (a generation number makes a
+  superseded one return at once).
 """
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ class SimSwitch:
         touched = switch.take_touched()
         if touched:
             self._arm(touched)
-        self._arm_tick()  # an XOFF starts its refresh timer
+        if switch.timers_moved():  # an XOFF starts its refresh timer
+            self._arm_tick()
 
     def _send(self, out: list[tuple[str, bytes]]) -> None:
         wires = self.wires

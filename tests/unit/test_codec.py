@@ -130,6 +130,19 @@ def test_the_ip_header_is_cached_per_length_and_stays_right():
     assert sorted(h._by_length) == [116, 216]
 
 
+def test_the_crc_of_a_zero_run_is_zlibs_at_every_length_and_start():
+    """Every length below the tables' limit (their steps in every combination), a few
+    past it (read by zlib), from starting CRCs with every byte's bits in play."""
+    import random
+    import zlib
+    rand = random.Random(7)
+    starts = [0, 0xFFFFFFFF, 0x80000001] + [rand.getrandbits(32) for _ in range(5)]
+    limit = 1 << codec.ZERO_RUN_STEPS
+    for n in [*range(0, limit, 61), 4096, 4100, limit - 1, limit, limit + 5]:
+        for crc in starts:
+            assert codec.crc32_zeros(n, crc) == zlib.crc32(bytes(n), crc), (n, crc)
+
+
 def test_ipv4_checksum_of_a_known_header():
     # the classic example header (Wikipedia, "IPv4 header checksum")
     header = bytes.fromhex("450000730000400040110000c0a80001c0a800c7")

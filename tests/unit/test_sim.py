@@ -34,6 +34,23 @@ def test_events_run_in_time_order_and_ties_in_scheduling_order():
     assert seen == ["a", "b", "c", "d"]
 
 
+def test_a_handler_halts_the_run_after_its_event_and_the_next_run_goes_on():
+    engine, seen = Engine(), []
+
+    def halting(tag: str) -> None:
+        seen.append(tag)
+        engine.halt()
+
+    engine.halt()  # before a run: no effect on it
+    engine.at(10, seen.append, "a")
+    engine.at(20, halting, "b")
+    engine.at(20, seen.append, "c")  # the same instant, after the halt
+    assert engine.run(100) is True
+    assert seen == ["a", "b"] and engine.now_ps == 20 and engine.pending == 1
+    assert engine.run(100) is False
+    assert seen == ["a", "b", "c"] and engine.now_ps == 100
+
+
 def test_the_heap_keeps_time_and_scheduling_order_as_it_grows_and_empties():
     """Past the heap's first room (it grows while events run), with ties and events a
     handler schedules for its own instant: the order is (time, order of scheduling)."""

@@ -1,7 +1,8 @@
-"""``Switch.next_timer`` keeps its answer between frames (the simulator asks after every
+"""``Switch.next_timer`` keeps its answer between frames (a shell may ask after every
 arrival); asked between every change, it must still move as soon as a timer does: an XOFF
 starts a refresh, an XON ends it, a next hop being resolved retries, a resolved one expires,
-a port going down forgets its neighbours."""
+a port going down forgets its neighbours. ``timers_moved`` says when asking can find it moved:
+the simulator asks ``next_timer`` only then."""
 from __future__ import annotations
 
 from rocelab.fabric.model.pause import MAX_QUANTA, pause_seconds
@@ -13,6 +14,39 @@ from tests.unit.test_forwarding import (
 from tests.unit.test_lossless import (
     H1_PORT, H2_PORT, RATE, blast_until_pfc, learned, leaf1, pfc_quanta, udp_frame,
 )
+
+
+def test_timers_moved_holds_after_the_frame_that_sends_xoff_and_not_before():
+    sw = learned(leaf1())
+    sw.tick(0.0)
+    assert sw.timers_moved()  # the tick ran: the watchdogs' polls moved
+    idle = sw.next_timer()
+    assert not sw.timers_moved()
+    for _ in range(2000):
+        if pfc_quanta(sw.receive(H2_PORT, udp_frame(26), 0.0), H2_PORT):
+            break
+        assert not sw.timers_moved()  # queued, forwarded: no timer of the switch moved
+    else:
+        raise AssertionError("no XOFF")
+    assert sw.timers_moved()  # the XOFF's refresh
+    assert sw.next_timer() == min(idle, pause_seconds(MAX_QUANTA, RATE) / 2)
+    assert not sw.timers_moved()
+
+
+def test_timers_moved_holds_when_a_next_hop_starts_resolving_or_is_learned():
+    sw = routed_leaf1()
+    sw.tick(0.0)  # the route's next hops asked for
+    sw.next_timer()
+    assert not sw.timers_moved()
+    assert sw.receive("Ethernet8", udp(RMAC, H1, H1_IP, H3_IP, sport=50000), 0.25) == []
+    assert not sw.timers_moved()  # held for a next hop already being resolved
+    spine = expected_spine(H1_IP, H3_IP, 50000)
+    our_ip = "10.0.0.1" if spine == NEXTHOPS[0] else "10.0.0.3"
+    sw.receive(SPINE_PORT[spine], arp(2, SPINE_MAC[spine], spine, our_ip, dst_mac=RMAC,
+                                      hwdst=RMAC), 0.5)
+    assert sw.timers_moved()  # learned: its lifetime runs
+    assert sw.next_timer() == ARP_RETRY_S  # the other spine's retry
+    assert not sw.timers_moved()
 
 
 def test_next_timer_follows_xoff_and_xon_when_asked_after_every_frame():
