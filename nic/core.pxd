@@ -12,3 +12,19 @@ cdef class Nic:
     cdef public PauseTimer pause
     cdef public list senders, _sampling, _ready, _timers
     cdef public dict receivers, by_qpn, gated
+    # the per-frame methods, called in C from each other and from the simulator's host
+    cpdef bint receive(self, frame, now)
+    cpdef _on_data(self, ReceiveFlow flow, incoming, now)
+    cpdef _reply(self, ReceiveFlow flow, now, reply)
+    cpdef dequeue(self, double now)
+    cpdef bytes _occupy(self, bytes frame, double now, double earliest)
+    cpdef _offer(self, SendFlow flow)
+    cpdef _first_ready(self)
+    cpdef _after_rc(self, SendFlow flow, now)
+    cpdef _arm(self, flow, kind, due)
+    cpdef _first_timer(self, now)
+    cpdef _follow_rate(self, SendFlow flow, now)
+    cpdef _arm_rp(self, SendFlow flow, now)
+    cpdef poll(self, now)
+    cpdef next_wake(self, now)
+    cpdef bint _sample_rate(self, SendFlow flow, now)

@@ -50,6 +50,14 @@ class Switch(Forwarding, SwitchControl, SwitchTimers, SwitchReport):
     """One emulated switch built from its SONiC configuration (its per-frame path:
     ``forwarding``; its timers: ``switch_timers``; what it reports: ``switch_report``)."""
 
+    # The state besides the per-frame path's (forwarding.pxd) has slots, and the mixins
+    # none of their own: with no instance dict, a compiled caller's per-frame call of a
+    # Forwarding method checks for an override once per type, not once per call (its
+    # cache of "not overridden" holds one instance's dict, so every switch missed it).
+    __slots__ = ("_egress_pools", "_next_sweep", "_own_timer", "_paused", "_vlans",
+                 "_watchdog_at", "_watchdogs", "cpu", "ecn_marking", "pfc_watchdog",
+                 "time_scale")
+
     def __init__(self, config: SwitchConfig, time_scale: float | None = None,
                  rand: Callable[[], float] = random.random, ecmp_salt: int = 0,
                  ecn_marking: str = DEFAULT_ECN_MARKING, pfc_watchdog: str = FABRIC) -> None:

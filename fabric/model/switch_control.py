@@ -18,6 +18,8 @@ from .routes import LearnedRoute
 class SwitchControl:
     """The control half of ``Switch``: the ports, tables and flush are the switch's own."""
 
+    __slots__ = ()  # Switch holds the slots (switch.py)
+
     hostname: str
     _now: float
     _paced: bool

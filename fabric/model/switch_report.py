@@ -20,6 +20,8 @@ from .scheduler import Lateness
 class SwitchReport:
     """The reporting half of ``Switch``: the state it reads is the switch's own."""
 
+    __slots__ = ()  # Switch holds the slots (switch.py)
+
     hostname: str
     time_scale: float | None
     ecn_marking: str

@@ -24,6 +24,8 @@ class SwitchTimers:
     """The timer half of ``Switch``: the state it runs on and the sending it triggers are the
     switch's own."""
 
+    __slots__ = ()  # Switch holds the slots (switch.py)
+
     time_scale: float | None
     pfc_watchdog: str
     _now: float

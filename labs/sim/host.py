@@ -14,6 +14,8 @@ import ipaddress
 import struct
 from dataclasses import dataclass
 
+import cython
+
 from ...fabric.model.frames import (ALL_NODES6, ARP_REPLY, ARP_REQUEST, BROADCAST_MAC,
                                     ETH_P_ARP, ETH_P_IPV4, ETH_P_IPV6, ICMP_ECHO_REPLY,
                                     ICMP_ECHO_REQUEST, ICMP_TIME_EXCEEDED, ICMPV6_ECHO_REPLY,
@@ -192,6 +194,7 @@ class SimHost:
 
     # --- sending ----------------------------------------------------------------------
 
+    @cython.locals(wire=Wire)
     def _wire(self, iface: str, frame: bytes) -> None:
         wire = self.wires.get(iface)
         if wire is not None:
@@ -272,6 +275,7 @@ class SimHost:
 
     # --- the NIC ----------------------------------------------------------------------
 
+    @cython.locals(wire=Wire)
     def kick(self) -> None:
         """Put on the wire what the NIC has due now, then wake when it next has work."""
         nic, engine = self.nic, self.engine

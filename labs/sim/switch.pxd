@@ -2,6 +2,7 @@
 # these declarations; the pure-Python module ignores this file.
 from rocelab.fabric.model.forwarding cimport Forwarding
 from rocelab.labs.sim.engine cimport Engine
+from rocelab.labs.sim.link cimport Wire
 
 cdef class SimSwitch:
     cdef public Engine engine
@@ -10,3 +11,6 @@ cdef class SimSwitch:
     cdef public dict wires, _armed
     cdef public long long _gen, _tick_gen, _trace_gen, _events, _sampled_events
     cdef public bint _sampling
+    cpdef _send(self, list out)
+    cpdef _arm(self, ports)
+    cpdef _arm_tick(self)

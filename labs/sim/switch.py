@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cython
+
 from ...fabric.trace import Trace
 from ...fabric.client import fidelity
 from ...fabric.model.switch import Switch
@@ -59,10 +61,12 @@ class SimSwitch:
         if switch.timers_moved():  # an XOFF starts its refresh timer
             self._arm_tick()
 
+    @cython.locals(wire=Wire)
     def _send(self, out: list[tuple[str, bytes]]) -> None:
         wires = self.wires
         for port, frame in out:
-            wires[port].send(frame)
+            wire = wires[port]
+            wire.send(frame)
 
     def _arm(self, ports) -> None:
         """A wake for each of ``ports`` that has frames queued, at its next send time,
@@ -80,6 +84,7 @@ class SimSwitch:
             armed[port] = (when, self._gen)
             self.engine.at(when, self._wake, port, self._gen)
 
+    @cython.locals(wire=Wire)
     def _wake(self, port: str, gen: int) -> None:
         if self._armed.get(port, (0, -1))[1] != gen:
             return  # superseded by an earlier wake
@@ -91,7 +96,8 @@ class SimSwitch:
         # next_send_time (an unpaced port never queues)
         frame = self.switch.dequeue(port, self.engine.now)
         if frame is not None:
-            self.wires[port].send(frame)
+            wire = self.wires[port]
+            wire.send(frame)
         control = self.switch.take_control()
         if control:
             self._send(control)

@@ -27,7 +27,7 @@ def test_tick_is_armed_at_the_switch_timer(agent):
 
 def test_idle_switch_sleeps_at_most_idle_tick(tmp_path, monkeypatch):
     agent = Agent(learned(leaf1()), {}, tmp_path / "x.sock", "leaf1")
-    monkeypatch.setattr(agent.switch, "next_timer", lambda: None)
+    monkeypatch.setattr(type(agent.switch), "next_timer", lambda self: None)  # slots
     assert agent.next_tick(5.0) == 5.0 + IDLE_TICK_S
     agent.close()
 

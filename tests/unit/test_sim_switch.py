@@ -10,6 +10,7 @@ import pytest
 from rocelab.fabric.model.frames import mac_bytes, pfc_frame
 from rocelab.fabric.model.pause import MAX_QUANTA, pause_seconds
 from rocelab.labs.sim.engine import PS, Engine, to_ps
+from rocelab.labs.sim.link import Wire
 from rocelab.labs.sim.switch import SimSwitch
 from tests.unit.test_forwarding import H1
 from tests.unit.test_lossless import (
@@ -17,11 +18,12 @@ from tests.unit.test_lossless import (
 )
 
 
-class Recorder:
-    """A wire that keeps what the switch sends on it, with the engine's time."""
+class Recorder(Wire):
+    """A wire that keeps what the switch sends on it, with the engine's time (a Wire: the
+    compiled shell calls its wires' ``send`` as a Wire's)."""
 
     def __init__(self, engine: Engine, port: str) -> None:
-        self.engine = engine
+        super().__init__(engine, RATE, 0, lambda frame: None)
         self.port = port
         self.sent: list[tuple[float, str, bytes]] = []
 
@@ -30,18 +32,19 @@ class Recorder:
 
 
 @pytest.fixture
-def sim() -> tuple[Engine, SimSwitch, list[float]]:
-    """A started SimSwitch whose model records the time of every ``tick``."""
+def sim(monkeypatch) -> tuple[Engine, SimSwitch, list[float]]:
+    """A started SimSwitch whose model records the time of every ``tick`` (patched on the
+    class: a switch has slots, not an instance dict)."""
     engine = Engine()
     model = learned(leaf1())
     ticks: list[float] = []
-    tick = model.tick
+    tick = type(model).tick
 
-    def recorded(now: float) -> list[tuple[str, bytes]]:
+    def recorded(self, now: float) -> list[tuple[str, bytes]]:
         ticks.append(now)
-        return tick(now)
+        return tick(self, now)
 
-    model.tick = recorded
+    monkeypatch.setattr(type(model), "tick", recorded)
     switch = SimSwitch(engine, "leaf1", model, {H1_PORT: "eth3", H2_PORT: "eth4"})
     switch.wires = {port: Recorder(engine, port) for port in (H1_PORT, H2_PORT)}
     switch.start()
