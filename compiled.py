@@ -50,6 +50,7 @@ MODULES = (
     "rocelab.fabric.model.forwarding",
     "rocelab.nic.roce",
     "rocelab.nic.codec",
+    "rocelab.nic.dcqcn",
     "rocelab.nic.pause",
     "rocelab.nic.rc",
     "rocelab.nic.qp",
