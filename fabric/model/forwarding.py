@@ -151,8 +151,8 @@ class Forwarding:
     def timers_moved(self) -> bool:
         """Whether ``next_timer`` may be earlier than when it was last asked: a PFC refresh
         started (an XOFF sent), a neighbour's timer moved, a tick ran or a watchdog was
-        rescaled. A frame moves none of them but rarely, so a shell asks this after each
-        frame and ``next_timer`` only when it holds."""
+        rescaled. A frame rarely moves any of them, so a shell asks this after each frame
+        and ``next_timer`` only when it holds."""
         return (self._refresh_moved or self._timers_moved or self._router.timers_moved
                 or self._router6.timers_moved)
 
