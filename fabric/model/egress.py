@@ -101,8 +101,7 @@ class EgressPort:
         switch marks at enqueue), or None when it is dropped (WRED on a Not-ECT frame, or
         the queue's watchdog drops)."""
         watchdog = self._watchdog_of[queue]
-        # stormed first: a slot, read per frame; drops, a property, only in a storm
-        if watchdog is not None and watchdog.stormed and watchdog.drops:
+        if watchdog is not None and watchdog.drops:
             self.count_drop(PFC_WD_DROP, queue)
             return None
         wred = self.wred[queue]

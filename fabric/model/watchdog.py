@@ -65,7 +65,7 @@ class QueueWatchdog:
     """The PFC watchdog of one (port, lossless queue)."""
 
     __slots__ = ("port", "queue", "action", "detection_s", "restoration_s", "interval_s",
-                 "stormed", "due", "events", "_polled_at", "_depth", "_tx", "_storm_from",
+                 "stormed", "drops", "ignores_pfc", "due", "events", "_polled_at", "_depth", "_tx", "_storm_from",
                  "_settings", "_poll_ms")
 
     def __init__(self, port: str, queue: int, settings: PfcWatchdog,
@@ -78,7 +78,7 @@ class QueueWatchdog:
         self._settings = settings
         self._poll_ms = poll_interval_ms
         self.rescale(time_scale)
-        self.stormed = False
+        self._set_stormed(False)
         self.due = float("-inf")  # when the caller should poll next
         self.events: list[WatchdogEvent] = []
         self._polled_at: float | None = None
@@ -94,15 +94,14 @@ class QueueWatchdog:
         self.interval_s = self._poll_ms / 1000 * time_scale
         self.due = float("-inf")
 
-    @property
-    def drops(self) -> bool:
-        """The queue's packets, queued and arriving, must be dropped now."""
-        return self.stormed and self.action == "drop"
-
-    @property
-    def ignores_pfc(self) -> bool:
-        """The queue must not honour PFC now (``PauseState.ignore``)."""
-        return self.stormed and self.action in ("drop", "forward")
+    def _set_stormed(self, stormed: bool) -> None:
+        """Enter or leave a storm, and with it what the data plane does: ``drops``, the
+        queue's packets, queued and arriving, are dropped; ``ignores_pfc``, the queue does
+        not honour PFC (``PauseState.ignore``). Attributes, not properties: the egress
+        reads ``drops`` for every frame it admits."""
+        self.stormed = stormed
+        self.drops = stormed and self.action == "drop"
+        self.ignores_pfc = stormed and self.action in ("drop", "forward")
 
     def poll(self, now: float, queue_depth: int, tx_count: int,
              last_pfc_rx_time: float | None) -> list[WatchdogEvent]:
@@ -112,13 +111,13 @@ class QueueWatchdog:
         if self.stormed:
             deadline = self._restore_deadline(last_pfc_rx_time)
             if deadline is None or now >= deadline - _EPSILON_S:
-                self.stormed = False
+                self._set_stormed(False)
                 new.append(self._event(now, RESTORE))
         elif self._stuck(now, queue_depth, tx_count, last_pfc_rx_time):
             if self._storm_from is None:
                 self._storm_from = self._polled_at
             if now >= self._storm_from + self.detection_s - _EPSILON_S:
-                self.stormed = True
+                self._set_stormed(True)
                 self._storm_from = None
                 new.append(self._event(now, STORM))
         else:
