@@ -62,7 +62,8 @@ class EgressPort:
         self.pause = PauseState(self.rate_bps, port_setting(qos, port.name, "pfc_enable")[0])
         self._prios = queue_priorities(qos, port.name)
         self.scheduler = PortScheduler(self.rate_bps, disciplines(qos, port.name),
-                                       port.mtu + ETH_HEADER_LEN + VLAN_TAG_LEN, self.gate)
+                                       port.mtu + ETH_HEADER_LEN + VLAN_TAG_LEN, self.pause,
+                                       self._prios)
         self.wred: list[Wred | None] = []
         for queue in range(NUM_QUEUES):
             entry = qos.queues.get((port.name, queue))
@@ -87,14 +88,6 @@ class EgressPort:
         # per queue: its BUFFER_QUEUE limit, None where there is none
         self.buffers = queue_buffers(qos, port.name,
                                      egress_pools(qos) if pools is None else pools)
-
-    def gate(self, queue: int) -> float:
-        """Until when the pauses received on this port hold ``queue`` (the scheduler's gate)."""
-        ends, until = self.pause.ends, 0.0
-        for priority in self._prios[queue]:
-            if ends[priority] > until:
-                until = ends[priority]
-        return until
 
     def admit(self, queue: int, frame: bytes) -> bytes | None:
         """The frame as it enters ``queue`` (CE-marked if WRED selected an ECT frame and the

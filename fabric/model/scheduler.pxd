@@ -1,6 +1,7 @@
 # Types for the compiled build (compiled.py): Cython compiles scheduler.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
 cimport cython
+from rocelab.fabric.model.pause cimport PauseState
 
 cdef class Lateness:
     cdef public long long count
@@ -13,7 +14,9 @@ cdef class _Queue:
     cdef public Py_ssize_t index
     cdef public bint strict
     cdef public long long quantum, deficit, depth
+    cdef public double head_at
     cdef public object entries
+    cdef public tuple priorities
 
 cdef class PortScheduler:
     cdef public double rate_bps
@@ -21,7 +24,7 @@ cdef class PortScheduler:
     cdef public double free_at
     cdef public Lateness lateness
     cdef public list depth_peak
-    cdef public object _gate
+    cdef public PauseState pause
     cdef public list queues, _strict, _weighted
     cdef public Py_ssize_t _rr
     cdef public bint _visiting
@@ -31,11 +34,16 @@ cdef class PortScheduler:
     @cython.locals(q=_Queue, lateness=Lateness)
     cpdef bint start_now(self, Py_ssize_t queue, Py_ssize_t size, double now)
     @cython.locals(q=_Queue)
+    cpdef double gate(self, Py_ssize_t queue)
+    @cython.locals(until=double, priority=Py_ssize_t, ends=list)
+    cpdef double _held_until(self, _Queue q)
+    @cython.locals(q=_Queue, earliest=double, ready=double, held=double)
     cpdef object next_send_time(self)
     @cython.locals(q=_Queue, start=double)
     cpdef object dequeue(self, double now)
+    cpdef bint _open(self, _Queue q, double now)
     @cython.locals(q=_Queue)
     cpdef _Queue _pick(self, double now)
-    @cython.locals(q=_Queue, size=Py_ssize_t, n=Py_ssize_t, rr=Py_ssize_t)
+    @cython.locals(q=_Queue, size=Py_ssize_t, n=Py_ssize_t, rr=Py_ssize_t, weighted=list)
     cpdef _Queue _pick_weighted(self, double now)
     cpdef _advance(self)

@@ -14,8 +14,9 @@ Order of service (SONiC ``QUEUE|<port>|<q>: scheduler`` -> ``SCHEDULER|<name>: t
    a decision costs at most one pass over the queues. WRR is served like DWRR (byte-fair);
    a queue with no scheduler gets SAI's default scheduler, WRR with weight 1.
 
-A queue whose gate is closed (``gate(queue) > now``: PFC pause on its priority, see
-``pause.PauseState.until``) is skipped; the others keep flowing (docs/design.md, "PFC").
+A queue whose gate is closed (``gate(queue) > now``: a PFC pause on one of its priorities,
+read from the port's ``pause.PauseState``) is skipped; the others keep flowing
+(docs/design.md, "PFC").
 
 Pacing: a frame of L bytes holds the wire for ``L * 8 / rate_bps`` seconds, with
 ``rate_bps = speed_mbps * 1e6 / S`` (docs/design.md, "Time scale"); L is the frame as sent on the
@@ -31,14 +32,13 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..config import Port, Qos
 from .counters import NUM_QUEUES
 from .frames import ETH_HEADER_LEN, VLAN_TAG_LEN
-
-Gate = Callable[[int], float]  # queue -> time until which it may not send (<= now: open)
+from .pause import PauseState
 
 
 def wire_rate_bps(speed_mbps: int, time_scale: float) -> float:
@@ -121,15 +121,19 @@ class Lateness:
 
 
 class _Queue:
-    __slots__ = ("index", "strict", "quantum", "deficit", "entries", "depth")
+    __slots__ = ("index", "strict", "quantum", "deficit", "entries", "depth", "head_at",
+                 "priorities")
 
-    def __init__(self, index: int, strict: bool, quantum: int) -> None:
+    def __init__(self, index: int, strict: bool, quantum: int,
+                 priorities: tuple[int, ...]) -> None:
         self.index = index
         self.strict = strict
         self.quantum = quantum
         self.deficit = 0
         self.entries: deque[tuple[bytes, Any, float]] = deque()  # (frame, meta, enqueued at)
-        self.depth = 0  # bytes
+        self.depth = 0  # bytes; a frame has some, so 0 is empty
+        self.head_at = 0.0  # when the frame at the head was enqueued (while not empty)
+        self.priorities = priorities  # the PFC priorities whose pause holds it
 
 
 class PortScheduler:
@@ -138,10 +142,14 @@ class PortScheduler:
     ``enqueue`` after admission (buffers, WRED); ``dequeue(now)`` when
     ``next_send_time()`` has come; ``flush`` for the PFC watchdog's drop action. ``meta``
     travels with the frame untouched (the switch's classification, buffer accounting...).
+    ``pause``: the pauses the port received, which hold each queue by the priorities of
+    ``priorities`` (SONiC's ``pfc_to_queue_map``; priority p holds queue p without one);
+    no ``pause``, nothing is ever held.
     """
 
     def __init__(self, rate_bps: float, queues: Sequence[Discipline], max_frame_bytes: int,
-                 gate: Gate | None = None) -> None:
+                 pause: PauseState | None = None,
+                 priorities: Sequence[tuple[int, ...]] | None = None) -> None:
         self.rate_bps = rate_bps
         self.packets = 0  # frames queued, all queues: is the port backlogged?
         self.free_at = 0.0  # when the wire finishes the last frame released
@@ -149,11 +157,14 @@ class PortScheduler:
         # per queue, the deepest it has been (bytes): kept here, where the depth changes,
         # so that neither path of a frame needs another call for it
         self.depth_peak = [0] * len(queues)
-        self._gate = gate
+        self.pause = pause
+        if priorities is None:
+            priorities = [(q,) for q in range(len(queues))]
         weights = [d.weight for d in queues if not d.strict]
         unit = math.ceil(max_frame_bytes / min(weights)) if weights else 0
         # public so that EgressPort reads a queue's depth per frame without a call
-        self.queues = [_Queue(i, d.strict, d.weight * unit) for i, d in enumerate(queues)]
+        self.queues = [_Queue(i, d.strict, d.weight * unit, tuple(priorities[i]))
+                       for i, d in enumerate(queues)]
         self._strict = [q for q in reversed(self.queues) if q.strict]  # highest index first
         self._weighted = [q for q in self.queues if not q.strict]
         self._rr = 0  # the weighted queue being visited
@@ -164,14 +175,30 @@ class PortScheduler:
 
     @classmethod
     def from_config(cls, qos: Qos, port: Port, time_scale: float,
-                    gate: Gate | None = None) -> PortScheduler:
+                    pause: PauseState | None = None,
+                    priorities: Sequence[tuple[int, ...]] | None = None) -> PortScheduler:
         """A port's scheduler from its PORT speed and MTU and its QUEUE/SCHEDULER entries."""
         return cls(wire_rate_bps(port.speed_mbps, time_scale), disciplines(qos, port.name),
-                   port.mtu + ETH_HEADER_LEN + VLAN_TAG_LEN, gate)
+                   port.mtu + ETH_HEADER_LEN + VLAN_TAG_LEN, pause, priorities)
+
+    def gate(self, queue: int) -> float:
+        """Until when the received pauses hold ``queue`` (at or before now: it may send)."""
+        return self._held_until(self.queues[queue])
+
+    def _held_until(self, q: _Queue) -> float:
+        until = 0.0
+        if self.pause is not None:
+            ends = self.pause.ends
+            for priority in q.priorities:
+                if ends[priority] > until:
+                    until = ends[priority]
+        return until
 
     def enqueue(self, queue: int, frame: bytes, meta: Any, now: float) -> None:
         q = self.queues[queue]
         q.entries.append((frame, meta, now))
+        if not q.depth:
+            q.head_at = now
         q.depth += len(frame)
         if q.depth > self.depth_peak[queue]:
             self.depth_peak[queue] = q.depth
@@ -187,8 +214,8 @@ class PortScheduler:
 
         This is the per-packet path of a port that keeps up, so it skips the queue's deque.
         """
-        if self.packets or now < self.free_at or (
-                self._gate is not None and self._gate(queue) > now):
+        q = self.queues[queue]
+        if self.packets or now < self.free_at or self._held_until(q) > now:
             return False
         lateness = self.lateness  # record(0.0), inlined: this frame left on time
         lateness.count += 1
@@ -196,7 +223,6 @@ class PortScheduler:
         self.free_at = now + size * 8 / self.rate_bps
         if size > self.depth_peak[queue]:
             self.depth_peak[queue] = size
-        q = self.queues[queue]
         if not q.strict:
             q.deficit = 0
             self._rr = self._rr_after[queue]
@@ -225,15 +251,18 @@ class PortScheduler:
         A paused queue counts from the end of its current pause; a pause that is refreshed
         meanwhile just makes ``dequeue`` at that time return None.
         """
-        earliest = None
+        if not self.packets:
+            return None
+        earliest = math.inf
         for q in self.queues:
-            if q.entries:
-                ready = q.entries[0][2]
-                if self._gate is not None:
-                    ready = max(ready, self._gate(q.index))
-                if earliest is None or ready < earliest:
+            if q.depth:
+                ready = q.head_at
+                held = self._held_until(q)
+                if held > ready:
+                    ready = held
+                if ready < earliest:
                     earliest = ready
-        return None if earliest is None else max(self.free_at, earliest)
+        return max(self.free_at, earliest)
 
     def dequeue(self, now: float) -> tuple[bytes, Any, int] | None:
         """The next frame to put on the wire at ``now``: (frame, meta, queue), or None when
@@ -245,18 +274,21 @@ class PortScheduler:
             return None
         frame, meta, enqueued = q.entries.popleft()
         q.depth -= len(frame)
+        if q.depth:
+            q.head_at = q.entries[0][2]
         self.packets -= 1
-        start = max(self.free_at, enqueued)
-        if self._gate is not None:
-            start = max(start, self._gate(q.index))
+        start = max(self.free_at, enqueued, self._held_until(q))
         self.lateness.record(now - start)
         self.free_at = start + len(frame) * 8 / self.rate_bps
         return frame, meta, q.index
 
+    def _open(self, q: _Queue, now: float) -> bool:
+        """Whether ``q`` has a frame and no pause holds it at ``now``."""
+        return q.depth > 0 and self._held_until(q) <= now
+
     def _pick(self, now: float) -> _Queue | None:
-        gate = self._gate  # whether a queue is open, inline: this runs once per queued frame
         for q in self._strict:
-            if q.entries and (gate is None or gate(q.index) <= now):
+            if self._open(q, now):
                 return q
         return self._pick_weighted(now)
 
@@ -267,20 +299,22 @@ class PortScheduler:
         loses its deficit (it must not save up credit while idle); a paused one keeps it
         but earns no quantum while skipped.
         """
-        weighted, gate = self._weighted, self._gate
-        # once per pick: this is per packet
-        is_open = [bool(q.entries) and (gate is None or gate(q.index) <= now) for q in weighted]
-        if not any(is_open):
+        weighted = self._weighted
+        for q in weighted:
+            if self._open(q, now):
+                break
+        else:
             return None
         n = len(weighted)
         while True:
-            if not is_open[self._rr]:  # skip closed queues in one step, as visits that pass
+            q = weighted[self._rr]
+            if not self._open(q, now):  # skip closed queues in one step, as visits that pass
                 rr = (self._rr + 1) % n
-                while not is_open[rr]:
+                while not self._open(weighted[rr], now):
                     rr = (rr + 1) % n
                 self._rr = rr
                 self._visiting = False
-            q = weighted[self._rr]
+                q = weighted[rr]
             if not self._visiting:
                 q.deficit += q.quantum
                 self._visiting = True

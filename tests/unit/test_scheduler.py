@@ -23,8 +23,9 @@ def dwrr(weight: int) -> Discipline:
     return Discipline(strict=False, weight=weight)
 
 
-def port(queues: dict[int, Discipline], rate: float = RATE, gate=None) -> PortScheduler:
-    return PortScheduler(rate, [queues.get(q, SAI_DEFAULT) for q in range(8)], MAX_FRAME, gate)
+def port(queues: dict[int, Discipline], rate: float = RATE,
+         pause: PauseState | None = None) -> PortScheduler:
+    return PortScheduler(rate, [queues.get(q, SAI_DEFAULT) for q in range(8)], MAX_FRAME, pause)
 
 
 def frame(size: int, tag: int = 0) -> bytes:
@@ -110,7 +111,7 @@ def test_a_strict_frame_arriving_later_overtakes_the_weighted_backlog():
 
 def test_paused_priorities_are_skipped_and_the_others_keep_flowing():
     pause = PauseState(RATE)
-    sched = port({6: STRICT, 3: dwrr(15), 0: dwrr(14)}, gate=pause.until)
+    sched = port({6: STRICT, 3: dwrr(15), 0: dwrr(14)}, pause=pause)
     for _ in range(20):
         for q in (0, 3, 6):
             sched.enqueue(q, frame(1500, q), None, 0.0)
@@ -129,13 +130,28 @@ def test_paused_priorities_are_skipped_and_the_others_keep_flowing():
 
 def test_resume_by_quanta_zero_lets_the_queue_send_at_once():
     pause = PauseState(RATE)
-    sched = port({3: dwrr(15)}, gate=pause.until)
+    sched = port({3: dwrr(15)}, pause=pause)
     sched.enqueue(3, frame(1500), None, 0.0)
     pause.on_pfc({3: 0xFFFF}, 0.0)
     assert sched.dequeue(1e-6) is None
     pause.on_pfc({3: 0}, 2e-6)
     assert sched.next_send_time() == 2e-6
     assert sched.dequeue(2e-6)[2] == 3
+
+
+def test_a_queue_is_held_by_the_pauses_of_its_mapped_priorities():
+    """pfc_to_queue_map: with priorities 3 and 4 both on queue 3, a pause of 4 holds queue 3
+    and queue 4 keeps sending; the later of two pauses on one queue holds it."""
+    pause = PauseState(RATE)
+    mapping = [(p,) for p in range(8)]
+    mapping[3], mapping[4] = (3, 4), ()
+    sched = PortScheduler(RATE, [dwrr(1)] * 8, MAX_FRAME, pause, mapping)
+    sched.enqueue(3, frame(1500, 3), None, 0.0)
+    sched.enqueue(4, frame(1500, 4), None, 0.0)
+    pause.on_pfc({4: 0xFFFF, 3: 100}, 0.0)
+    assert sched.gate(3) == pause.until(4) and sched.gate(4) == 0.0
+    assert send_next(sched)[1:] == (4, frame(1500, 4))
+    assert send_next(sched)[0] == pause.until(4)
 
 
 @pytest.mark.parametrize("speed_mbps", [100_000, 10_000])
@@ -184,13 +200,13 @@ def test_a_frame_arriving_on_an_idle_wire_starts_when_it_arrives():
 
 
 def test_start_now_only_on_an_idle_port_with_a_free_wire_and_an_open_gate():
-    paused = {3: 0.0}
-    sched = port({0: dwrr(1), 3: dwrr(1)}, rate=1e9, gate=lambda q: paused.get(q, 0.0))
+    pause = PauseState(1e9)
+    sched = port({0: dwrr(1), 3: dwrr(1)}, rate=1e9, pause=pause)
     assert sched.start_now(0, 1250, 1.0)  # 10 us of wire
     assert sched.free_at == pytest.approx(1.0 + 10e-6) and sched.lateness.count == 1
     assert not sched.start_now(0, 1250, 1.0 + 5e-6)  # wire busy: the caller queues it
     assert sched.start_now(0, 1250, 1.0 + 10e-6)
-    paused[3] = 2.0
+    pause.ends[3] = 2.0  # paused until then
     assert not sched.start_now(3, 1250, 1.5)  # paused
     sched.enqueue(3, frame(1250), None, 1.5)
     assert not sched.start_now(0, 1250, 1.5)  # open queue, free wire, but a frame waits
@@ -203,10 +219,10 @@ def test_start_now_is_enqueue_then_dequeue_on_an_idle_port():
     away in the same cases, send the same frames at the same times with the same
     lateness; and the first one's later choices (DWRR pointer and deficits) agree."""
     rng = random.Random(7)
-    pauses: dict[int, float] = {}
+    pause = PauseState(1e9)  # both ports see the same pauses
     queues = {7: STRICT, 6: STRICT, 3: dwrr(3), 4: dwrr(1), 0: dwrr(2)}
-    cut = port(queues, rate=1e9, gate=lambda q: pauses.get(q, 0.0))
-    plain = port(queues, rate=1e9, gate=lambda q: pauses.get(q, 0.0))
+    cut = port(queues, rate=1e9, pause=pause)
+    plain = port(queues, rate=1e9, pause=pause)
     sent: dict[str, list] = {"cut": [], "plain": []}
     cuts, now = 0, 0.0
 
@@ -219,7 +235,7 @@ def test_start_now_is_enqueue_then_dequeue_on_an_idle_port():
     for i in range(3000):
         now += rng.expovariate(1 / 8e-6)  # about one frame time apart: queues come and go
         if rng.random() < 0.03:
-            pauses[rng.choice(list(queues))] = now + rng.uniform(0, 60e-6)
+            pause.ends[rng.choice(list(queues))] = now + rng.uniform(0, 60e-6)
         release(cut, sent["cut"], now)
         release(plain, sent["plain"], now)
         q, data = rng.choice(list(queues)), i.to_bytes(4, "big") + bytes(rng.randint(60, 1500))

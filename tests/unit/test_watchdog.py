@@ -132,7 +132,7 @@ def test_actions_applied_to_a_paused_port(action):
     """The wiring the switch does: on a storm, ignore PFC (drop/forward) and flush (drop)."""
     rate = 100e6  # 100G at S = 1000: 0xFFFF quanta = 335 ms
     pause = PauseState(rate)
-    sched = PortScheduler(rate, [Discipline(False, 1)] * 8, 9118, gate=pause.until)
+    sched = PortScheduler(rate, [Discipline(False, 1)] * 8, 9118, pause)
     wd = QueueWatchdog("Ethernet0", 3, PfcWatchdog(action, 200, 200), 200)
     for _ in range(10):
         sched.enqueue(3, bytes(1000), None, 0.0)
