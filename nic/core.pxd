@@ -2,7 +2,7 @@
 # these declarations; the pure-Python module ignores this file.
 from rocelab.nic.pause cimport PauseTimer
 from rocelab.nic.qp cimport ReceiveFlow, SendFlow
-from rocelab.nic.rc cimport Requester, Responder
+from rocelab.nic.rc cimport Reply, Requester, Responder, Segment
 
 cdef class Nic:
     cdef public object settings, params, _seq, max_rate_points, cnp_queue, ack_queue
@@ -15,7 +15,7 @@ cdef class Nic:
     # the per-frame methods, called in C from each other and from the simulator's host
     cpdef bint receive(self, frame, now)
     cpdef _on_data(self, ReceiveFlow flow, incoming, now)
-    cpdef _reply(self, ReceiveFlow flow, now, reply)
+    cpdef _reply(self, ReceiveFlow flow, now, Reply reply)
     cpdef dequeue(self, double now)
     cpdef bytes _occupy(self, bytes frame, double now, double earliest)
     cpdef _offer(self, SendFlow flow)

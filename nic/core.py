@@ -57,7 +57,7 @@ from . import codec
 from .dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
 from .pause import PauseTimer
 from .qp import ReceiveFlow, SendFlow
-from .rc import DATA_OPCODES, RETH_OPCODES, Reply, Requester, Responder
+from .rc import DATA_OPCODES, RETH_OPCODES, Reply, Requester, Responder, Segment
 
 ECT0 = 2
 CE = 3
@@ -243,8 +243,8 @@ class Nic:
                 flow.ack_headers, flow.peer_qpn, reply.psn, reply.msn,
                 nak=reply.kind == "nak")))
 
-    @cython.locals(flow=SendFlow, rc=Requester, now=cython.double, bits=cython.Py_ssize_t,
-                   rate=cython.double, start=cython.double)
+    @cython.locals(flow=SendFlow, rc=Requester, segment=Segment, now=cython.double,
+                   bits=cython.Py_ssize_t, rate=cython.double, start=cython.double)
     def dequeue(self, now: float) -> bytes | None:
         """The next frame to put on the wire at ``now``, or None (the wire busy, the RoCE
         priority paused, or nothing due). Call until None. Timers due by ``now`` run first,

@@ -1,6 +1,12 @@
 # Types for the compiled build (compiled.py): Cython compiles rc.py, unchanged, with
 # these declarations; the pure-Python module ignores this file. A dataclass's fields are
 # declared in its own order: Cython builds its __init__ from them.
+cdef class Segment:
+    cdef readonly long long psn, opcode, payload
+    cdef readonly bint ackreq
+    cdef readonly long long message, offset, message_bytes
+    cdef readonly bint retransmit
+
 cdef class RequesterStats:
     cdef public long long packets_sent, bytes_sent, retransmitted, naks_received, timeouts
     cdef public long long acks_received, messages_done, bytes_acked
@@ -12,8 +18,24 @@ cdef class Requester:
     cdef public object op, rto_s, deadline, failed
     cdef public dict first_sent
     cdef public RequesterStats stats
+    # called per frame by the NIC (nic/core.pxd)
+    cpdef post(self, messages)
+    cpdef bint can_send(self)
+    cpdef next_segment(self, now)
+    cpdef on_ack(self, psn, now)
+    cpdef on_nak(self, psn, now)
+    cpdef bint poll(self, now)
+    cpdef _acknowledge(self, upto, now)
+
+cdef class Reply:
+    cdef readonly object kind
+    cdef readonly long long psn, msn
 
 cdef class Responder:
     cdef public long long epsn, ack_every, unacked
     cdef public object ack_delay_s, unacked_since, stats
     cdef public bint nak_sent
+    cpdef on_packet(self, psn, opcode, payload, ackreq, now=*)
+    cpdef next_timer(self)
+    cpdef poll(self, now)
+    cpdef _reply(self, kind, psn)

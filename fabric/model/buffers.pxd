@@ -15,3 +15,15 @@ cdef class PgBuffer:
     cdef public long long peak, shared_peak, headroom_peak, after_xoff, after_xoff_max
     cdef public long long xoff_count, drops, dropped_bytes
     cdef public double xoff_since, xoff_seconds
+    cpdef threshold(self)
+    cpdef admit(self, long long nbytes, now)
+    cpdef release(self, long long nbytes)
+    cpdef bint try_xon(self, now)
+    cpdef _into_shared(self, long long reserved_bytes, long long shared_bytes,
+                       long long port_bytes=*)
+    cpdef long long _headroom_room(self)
+    cpdef _into_headroom(self, long long nbytes)
+    cpdef _start_xoff(self, now)
+    cpdef _past_xoff(self, long long nbytes)
+    cpdef _drop(self, long long nbytes, admission)
+    cpdef _watermark(self)

@@ -12,3 +12,6 @@ cdef class EgressPort:
     cdef public dict watchdogs
     cdef public object dropped  # a test swaps in a defective one
     cdef public bint mark_at_dequeue, tx_enabled
+    cpdef admit(self, Py_ssize_t queue, bytes frame)
+    cpdef bytes depart(self, Py_ssize_t queue, bytes frame)
+    cpdef count_drop(self, reason, Py_ssize_t queue, n=*)

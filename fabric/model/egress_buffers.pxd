@@ -7,3 +7,6 @@ cdef class EgressPool:
 cdef class QueueBuffer:
     cdef public object profile, pool, port_pool, static_th
     cdef public long long reserved, shift, used, reserved_used, port_reserved_used, shared, pooled
+    cpdef threshold(self)
+    cpdef bint take(self, long long nbytes, bint counted=*)
+    cpdef long long release(self, long long nbytes, bint counted=*)

@@ -6,3 +6,4 @@ cdef class RouterBase:
     cdef public object ecmp_salt, local_ips, cpu, table, _resolve_at, _next_timer
     cdef public dict interfaces, neighbors, _learned, _cache, _to_resolve
     cdef public list warnings, _statics
+    cpdef _send_ip(self, nh, bytes packet, prio, cls, owner, list out, now)
