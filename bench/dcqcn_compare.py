@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Iterator
 from unittest import mock
 
+from rocelab.nic.dcqcn import ReactionPoint
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LAB = ROOT / "topologies" / "roce-v2-leafspine" / "roce-v2-leafspine.clab.yml"
 QPS = 4
@@ -48,10 +50,11 @@ class Recorded:
     events: list[Event] = field(default_factory=list)
 
 
-class _Recorder:
-    """Stands in front of the simulator's reaction point and writes down its inputs."""
+class _Recorder(ReactionPoint):
+    """Stands in front of the simulator's reaction point and writes down its inputs (a
+    ``ReactionPoint``, as the compiled NIC takes no other)."""
 
-    def __init__(self, rp, into: Recorded) -> None:
+    def __init__(self, rp: ReactionPoint, into: Recorded) -> None:
         self._rp, self._into = rp, into
 
     def on_cnp(self, now: float) -> None:
@@ -62,24 +65,30 @@ class _Recorder:
         self._into.events.append((now, "bytes", n))
         self._rp.on_bytes_sent(n, now)
 
-    def __getattr__(self, name: str):
-        return getattr(self._rp, name)
+    def advance(self, now: float) -> None:
+        self._rp.advance(now)
+
+    def rate(self, now: float) -> float:
+        return self._rp.rate(now)
+
+    def next_event(self, now: float) -> float | None:
+        return self._rp.next_event(now)
 
 
 @contextmanager
 def recording() -> Iterator[list[Recorded]]:
     """Every reaction point the simulator's NICs make, recorded (``nic.core.Nic`` makes
-    them in one place, ``_reaction_point``, through its module's ``ReactionPoint``: the
+    them in one place, ``_reaction_point``, through its module's ``reaction_point``: the
     module is what is patched, the compiled build's classes cannot be)."""
     from rocelab.nic import core
     qps: list[Recorded] = []
-    make = core.ReactionPoint
+    make = core.reaction_point
 
     def recorded(params):
         qps.append(Recorded())
         return _Recorder(make(params), qps[-1])
 
-    with mock.patch.object(core, "ReactionPoint", recorded):
+    with mock.patch.object(core, "reaction_point", recorded):
         yield qps
 
 
@@ -112,10 +121,10 @@ def record(lab_path: Path, byte_reset: int, seed: int, run_s: float = RUN_S
 def models(settings: dict, line_bps: float, grid_cuts: bool):
     """Ours, built as the simulator builds it (settings -> params), and the reference from
     the same mlxconfig values, with its cut-timing reading."""
-    from rocelab.nic.dcqcn import ReactionPoint
+    from rocelab.nic.dcqcn import reaction_point
     from rocelab.nic.dcqcn_reference import MlxParams, ReferenceReactionPoint
     from rocelab.nic.settings import DcqcnSettings
-    ours = ReactionPoint(DcqcnSettings(mode="firmware", **settings).to_params(line_bps))
+    ours = reaction_point(DcqcnSettings(mode="firmware", **settings).to_params(line_bps))
     fields = {k: v for k, v in settings.items() if k in MlxParams.__dataclass_fields__}
     return ours, ReferenceReactionPoint(MlxParams(line_rate_mbps=line_bps / 1e6, **fields),
                                        grid_cuts=grid_cuts)

@@ -54,7 +54,7 @@ import cython
 
 from .settings import NicSettings
 from . import codec
-from .dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
+from .dcqcn import DcqcnParams, NotificationPoint, ReactionPoint, reaction_point
 from .pause import PauseTimer
 from .qp import ReceiveFlow, SendFlow
 from .rc import DATA_OPCODES, RETH_OPCODES, Reply, Requester, Responder, Segment
@@ -132,7 +132,7 @@ class Nic:
     def _reaction_point(self) -> ReactionPoint | None:
         """A requester's DCQCN rate control (None with DCQCN off): the one place that picks
         the implementation, so another mode with the same interface plugs in here."""
-        return ReactionPoint(self.params) if self.params else None
+        return reaction_point(self.params) if self.params else None
 
     def _notification_point(self) -> NotificationPoint | None:
         return NotificationPoint(self.params) if self.params else None

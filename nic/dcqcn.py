@@ -14,7 +14,7 @@ sending rate.
   ``*Mlx`` functions in rdma-hw.cc are the public model of it that the unit tests compare
   with, event by event).
 
-``ReactionPoint(params)`` builds the RP of the params' mode and ``NotificationPoint(params)``
+``reaction_point(params)`` builds the RP of the params' mode and ``NotificationPoint(params)``
 takes either, so the NIC does not care which mode runs.
 
 Time scale (docs/design.md, "Time scale"): the lab runs every port at ``speed / S`` and stretches
@@ -200,20 +200,39 @@ class NotificationPoint:
 class ReactionPoint:
     """The sender side of one flow: current rate ``rc``, target rate ``rt`` and ``alpha``.
 
-    ``ReactionPoint(params)`` is a ``PaperReactionPoint`` for ``DcqcnParams`` and a
-    ``FirmwareReactionPoint`` for ``FirmwareParams``. Both answer the same calls:
-    ``on_cnp(now)``, ``on_bytes_sent(n, now)``, ``advance(now)``, ``rate(now)`` (b/s to pace
-    at from ``now``) and ``next_event(now)`` (when the rate may change next; None: not until
-    a CNP), and count ``cnps``.
+    ``reaction_point(params)`` is a ``PaperReactionPoint`` for ``DcqcnParams`` and a
+    ``FirmwareReactionPoint`` for ``FirmwareParams``. Both answer the calls below, and count
+    ``cnps``. (A base class rather than a protocol: the compiled NIC calls them in C.)
     """
 
     __slots__ = ()
 
-    def __new__(cls, params: DcqcnParams | FirmwareParams) -> ReactionPoint:
-        if cls is ReactionPoint:
-            cls = FirmwareReactionPoint if isinstance(params, FirmwareParams) \
-                else PaperReactionPoint
-        return super().__new__(cls)
+    def on_cnp(self, now: float) -> None:
+        """A CNP arrived at ``now``."""
+        raise NotImplementedError
+
+    def on_bytes_sent(self, n: int, now: float) -> None:
+        """``n`` bytes left at ``now``."""
+        raise NotImplementedError
+
+    def advance(self, now: float) -> None:
+        """Apply the timer events due at or before ``now``."""
+        raise NotImplementedError
+
+    def rate(self, now: float) -> float:
+        """The rate (b/s) to pace at from ``now``."""
+        raise NotImplementedError
+
+    def next_event(self, now: float) -> float | None:
+        """When the rate may change next; None: not until a CNP."""
+        raise NotImplementedError
+
+
+def reaction_point(params: DcqcnParams | FirmwareParams) -> ReactionPoint:
+    """The RP of the params' mode."""
+    if isinstance(params, FirmwareParams):
+        return FirmwareReactionPoint(params)
+    return PaperReactionPoint(params)
 
 
 class PaperReactionPoint(ReactionPoint):

@@ -1,4 +1,5 @@
 
+from rocelab.nic.dcqcn cimport NotificationPoint, ReactionPoint
 from rocelab.nic.rc cimport Requester, Responder
 
 cdef class SendFlow:
@@ -7,7 +8,7 @@ cdef class SendFlow:
     cdef public long long peer_qpn
     cdef public Requester rc
     cdef public object headers
-    cdef public object rp
+    cdef public ReactionPoint rp
     cdef public double line_bps
     cdef public object after
     cdef public long long index
@@ -32,7 +33,7 @@ cdef class ReceiveFlow:
     cdef public long long count
     cdef public object ack_headers
     cdef public object cnp_headers
-    cdef public object np
+    cdef public NotificationPoint np
     cdef public long long ce_marked
     cdef public object finished
     cdef public object ack_timer

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from rocelab.nic.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
+from rocelab.nic.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint, reaction_point
 
 G = 1 / 256
 GBPS = 1e9
@@ -17,7 +17,7 @@ MBPS = 1e6
 def rp_at_10g(**overrides) -> tuple[ReactionPoint, DcqcnParams]:
     """An RP at 40G hit by two CNPs at 0: RT = 20G, RC = 10G, alpha = 1 (stays 1)."""
     params = DcqcnParams(**overrides)
-    rp = ReactionPoint(params)
+    rp = reaction_point(params)
     rp.on_cnp(0.0)
     rp.on_cnp(0.0)
     assert (rp.rt, rp.rc, rp.alpha) == (20 * GBPS, 10 * GBPS, 1.0)
@@ -46,7 +46,7 @@ def test_scaled_stretches_timers_and_slows_rates_exactly():
 
 def test_scaled_keeps_the_dynamics_in_emulated_time():
     scale = 1000
-    real, emulated = ReactionPoint(DcqcnParams()), ReactionPoint(DcqcnParams().scaled(scale))
+    real, emulated = reaction_point(DcqcnParams()), reaction_point(DcqcnParams().scaled(scale))
     real.on_cnp(0.0)
     emulated.on_cnp(0.0)
     for events in (1, 3, 7):
@@ -98,7 +98,7 @@ def test_np_interval_scales_with_s():
 # -- reaction point: decrease and alpha ------------------------------------------------------
 
 def test_rp_starts_idle_at_line_rate():
-    rp = ReactionPoint(DcqcnParams())
+    rp = reaction_point(DcqcnParams())
     rp.on_bytes_sent(50 * 1024 * 1024, 1.0)  # no CNP yet: bytes do not count
     assert (rp.rate(10.0), rp.rt, rp.alpha) == (40 * GBPS, 40 * GBPS, 1.0)
     assert (rp.j, rp.byte_count) == (0, 0)
@@ -106,7 +106,7 @@ def test_rp_starts_idle_at_line_rate():
 
 
 def test_first_cnp_halves_the_rate_and_keeps_alpha_at_one():
-    rp = ReactionPoint(DcqcnParams())
+    rp = reaction_point(DcqcnParams())
     rp.on_cnp(1.0)
     assert rp.rt == 40 * GBPS  # RT = RC before the cut
     assert rp.rc == 20 * GBPS  # RC * (1 - 1/2)
@@ -114,12 +114,12 @@ def test_first_cnp_halves_the_rate_and_keeps_alpha_at_one():
 
 
 def test_second_cnp_uses_the_new_alpha():
-    rp = ReactionPoint(DcqcnParams())
+    rp = reaction_point(DcqcnParams())
     rp.on_cnp(0.0)
     rp.on_cnp(0.0)  # right after: alpha still 1, so another halving
     assert (rp.rt, rp.rc, rp.alpha) == (20 * GBPS, 10 * GBPS, 1.0)
 
-    rp = ReactionPoint(DcqcnParams())
+    rp = reaction_point(DcqcnParams())
     k = 55e-6
     rp.on_cnp(0.0)
     rp.advance(2 * k)  # 2 alpha decays; 2 fast recovery steps: 20G -> 30G -> 35G
@@ -134,7 +134,7 @@ def test_second_cnp_uses_the_new_alpha():
 
 def test_alpha_decays_by_1_minus_g_every_k_without_cnp():
     params = DcqcnParams(t_s=1.0)  # no rate increase in the window
-    rp = ReactionPoint(params)
+    rp = reaction_point(params)
     k = params.k_s
     rp.on_cnp(0.0)
     rp.advance(3 * k * 0.999)
@@ -151,7 +151,7 @@ def test_alpha_decays_by_1_minus_g_every_k_without_cnp():
 
 
 def test_rate_never_drops_below_the_minimum():
-    rp = ReactionPoint(DcqcnParams(min_rate_bps=1 * GBPS))
+    rp = reaction_point(DcqcnParams(min_rate_bps=1 * GBPS))
     rates = []
     for _ in range(8):
         rp.on_cnp(0.0)
@@ -233,7 +233,7 @@ def test_hyper_increase_when_both_stages_reach_f():
 
 
 def test_rate_never_exceeds_line_rate():
-    rp = ReactionPoint(DcqcnParams(b_bytes=1000))
+    rp = reaction_point(DcqcnParams(b_bytes=1000))
     rp.on_cnp(0.0)
     for step in range(1, 200):  # timer and byte stages deep into hyper increase
         rp.on_bytes_sent(5000, step * 55e-6)
@@ -257,5 +257,5 @@ def test_cnp_resets_stages_byte_counter_and_timers():
 
 def test_params_overrides_keep_the_rest():
     p = replace(DcqcnParams(), line_rate_bps=100e9, rai_bps=100e6, rhai_bps=500e6)
-    rp = ReactionPoint(p)
+    rp = reaction_point(p)
     assert rp.rate(0.0) == 100e9 and p.g == G

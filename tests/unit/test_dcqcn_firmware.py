@@ -30,7 +30,8 @@ from dataclasses import replace
 import pytest
 
 from rocelab.nic.dcqcn import (DcqcnParams, FirmwareParams, FirmwareReactionPoint,
-                               NotificationPoint, PaperReactionPoint, ReactionPoint)
+                               NotificationPoint, PaperReactionPoint, ReactionPoint,
+                               reaction_point)
 
 GBPS = 1e9
 FIRMWARE_BYTE_RESET = 32767  # what ConnectX firmware ships, the model's default
@@ -183,7 +184,7 @@ def compare(params: FirmwareParams, script: list[tuple[int, str, int]], end_ns: 
     state agrees at every sample (t = k * sample_ns + sample_ns / 2). Returns the reference's
     (rate, target, alpha) at the samples, for the test to check that it exercised something."""
     ref = MlxQp(params)
-    rp = ReactionPoint(params.scaled(scale))
+    rp = reaction_point(params.scaled(scale))
     assert isinstance(rp, FirmwareReactionPoint)
     samples = [(t, "sample", 0) for t in range(sample_ns // 2, end_ns, sample_ns)]
     trace = []
@@ -296,7 +297,7 @@ def test_byte_counter_patterns(seed, gap_us, clamp, gbps):
 def test_bytes_before_the_first_cut_or_with_the_counter_off_do_nothing():
     for params in (FirmwareParams(rpg_byte_reset=FIRMWARE_BYTE_RESET),
                    FirmwareParams(rpg_byte_reset=0)):
-        rp = ReactionPoint(params)
+        rp = reaction_point(params)
         rp.on_bytes_sent(10**6, 1e-6)
         assert (rp.rc, rp.rt, rp.j, rp.byte_count) == (100 * GBPS, 100 * GBPS, 0, 0)
     script = [(1_300, "cnp", 0)] + [(t, "bytes", 100_000) for t in range(1_400, 900 * US, 7_000)]
@@ -335,14 +336,14 @@ def test_scaled_scales_every_time_and_rate_and_nothing_else(params):
 
 
 def test_reaction_point_follows_the_params_mode():
-    assert type(ReactionPoint(FirmwareParams())) is FirmwareReactionPoint
-    assert type(ReactionPoint(DcqcnParams())) is PaperReactionPoint
-    assert isinstance(ReactionPoint(DcqcnParams()), ReactionPoint)
+    assert type(reaction_point(FirmwareParams())) is FirmwareReactionPoint
+    assert type(reaction_point(DcqcnParams())) is PaperReactionPoint
+    assert isinstance(reaction_point(DcqcnParams()), ReactionPoint)
 
 
 def test_first_cut_waits_for_the_check_with_four_alpha_decays():
     p = FirmwareParams()
-    rp = ReactionPoint(p)
+    rp = reaction_point(p)
     rp.on_cnp(1.0)
     assert rp.rate(1.0 + 3.9e-6) == 100 * GBPS  # the cut waits for the 4 us check
     assert rp.next_event(1.0) >= 1.0 + 4e-6
@@ -355,7 +356,7 @@ def test_first_cut_waits_for_the_check_with_four_alpha_decays():
 def test_next_event_is_reachable_exactly():
     """The time next_event returns is one at which the event has run: a virtual-time loop
     that calls rate() there never spins."""
-    rp = ReactionPoint(FirmwareParams().scaled(3000))
+    rp = reaction_point(FirmwareParams().scaled(3000))
     t0 = 12345.678901
     rp.on_cnp(t0)
     before = rp.rc
@@ -370,13 +371,13 @@ def test_next_event_is_reachable_exactly():
 
 
 def test_idle_until_the_first_cnp():
-    rp = ReactionPoint(FirmwareParams())
+    rp = reaction_point(FirmwareParams())
     assert rp.next_event(5.0) is None and rp.rate(5.0) == 100 * GBPS
 
 
 def test_a_cnp_after_its_check_ran_waits_for_the_next():
     p = FirmwareParams(rpg_byte_reset=0)
-    rp = ReactionPoint(p)
+    rp = reaction_point(p)
     rp.on_cnp(0.0)
     first = rp.rate(4e-6)
     rp.on_cnp(4e-6)  # the check at 4 us already ran
@@ -390,7 +391,7 @@ def test_clamp_after_any_increase_when_not_only_after_time_increases():
     last cut is enough to clamp; with 1 it takes a timer increase."""
     for after_time_inc, clamped in ((True, False), (False, True)):
         p = FirmwareParams(rpg_byte_reset=1000, clamp_tgt_rate_after_time_inc=after_time_inc)
-        rp = ReactionPoint(p)
+        rp = reaction_point(p)
         rp.on_cnp(0.0)
         rp.on_cnp(5e-6)
         cut = rp.rate(4e-6)

@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from rocelab.nic.dcqcn import FirmwareParams, ReactionPoint
+from rocelab.nic.dcqcn import FirmwareParams, reaction_point
 
 PS = 10**12
 US = 1e-6
@@ -128,7 +128,7 @@ def same_state(lazy, eager: EagerRp, where: str) -> None:
 
 def test_an_idle_qp_never_wakes():
     """No CNP yet: nothing to do, at any time, however long."""
-    rp = ReactionPoint(FirmwareParams())
+    rp = reaction_point(FirmwareParams())
     for now in (0.0, 1e-6, 1.0, 3600.0):
         assert rp.next_event(now) is None
         assert rp.rate(now) == 100e9
@@ -140,7 +140,7 @@ def test_after_its_cut_a_qp_wakes_only_for_its_increase_timer():
     the cut (300 us), none on the alpha grid (1 us) or the decrease grid (4 us), while the
     eager version runs an event every microsecond; alpha is caught up whenever asked."""
     p = FirmwareParams(rpg_byte_reset=0)
-    lazy, eager = ReactionPoint(p), EagerRp(p)
+    lazy, eager = reaction_point(p), EagerRp(p)
     t0 = 0.25
     lazy.on_cnp(t0)
     eager.on_cnp(t0)
@@ -164,7 +164,7 @@ def test_after_its_cut_a_qp_wakes_only_for_its_increase_timer():
 
 def test_a_pending_cnp_wakes_at_its_decrease_check_not_before():
     p = FirmwareParams()
-    rp = ReactionPoint(p)
+    rp = reaction_point(p)
     rp.on_cnp(0.0)
     rp.advance(5e-6)  # the first cut, at 4 us
     rp.on_cnp(9.5e-6)
@@ -207,7 +207,7 @@ def test_lazy_matches_the_eager_version_at_every_query(seed, params, scale):
     rng = random.Random(seed)
     end = 3e-3
     script = [(t * scale, kind, n) for t, kind, n in random_script(rng, params, end)]
-    lazy, eager = ReactionPoint(params), EagerRp(params)
+    lazy, eager = reaction_point(params), EagerRp(params)
     lazy.on_cnp(script[0][0])
     eager.on_cnp(script[0][0])
     now, checked, wakes = script[0][0], 0, 0

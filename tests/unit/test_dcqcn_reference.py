@@ -8,7 +8,7 @@ import random
 import pytest
 
 from rocelab.bench.dcqcn_compare import DEFAULT_LAB, compare, record
-from rocelab.nic.dcqcn import FirmwareParams, ReactionPoint
+from rocelab.nic.dcqcn import FirmwareParams, reaction_point
 from rocelab.nic.dcqcn_reference import MlxParams, ReferenceReactionPoint
 from rocelab.nic.settings import FIRMWARE_DEFAULTS
 
@@ -139,7 +139,7 @@ def test_rate_to_set_on_first_cnp_and_max_rate():
 def test_ours_never_goes_hyper_on_byte_stages_alone():
     """The difference the comparison found: ours took a third byte stage after a cut for a
     hyper stage (+50 Mb/s) though no timer stage had come; both counters must pass F."""
-    rp = ReactionPoint(FirmwareParams(rpg_byte_reset=32767, clamp_tgt_rate=True))
+    rp = reaction_point(FirmwareParams(rpg_byte_reset=32767, clamp_tgt_rate=True))
     rp.on_cnp(0.0)
     rp.on_cnp(4.5 * US)
     rp.advance(8 * US)  # cuts at 4 and 8 us; the second clamps the target below line rate
