@@ -54,6 +54,7 @@ MODULES = (
     "rocelab.nic.pause",
     "rocelab.nic.rc",
     "rocelab.nic.qp",
+    "rocelab.nic.ready",
     "rocelab.nic.core",
 )
 

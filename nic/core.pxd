@@ -2,6 +2,7 @@
 # these declarations; the pure-Python module ignores this file.
 from rocelab.nic.pause cimport PauseTimer
 from rocelab.nic.qp cimport ReceiveFlow, SendFlow
+from rocelab.nic.ready cimport ArrayReady
 from rocelab.nic.rc cimport Reply, Requester, Responder, Segment
 
 cdef class Nic:
@@ -10,7 +11,8 @@ cdef class Nic:
     cdef public long long _unfinished
     cdef public bint late_credit, started
     cdef public PauseTimer pause
-    cdef public list senders, _sampling, _ready, _timers
+    cdef public list senders, _sampling, _timers
+    cdef public ArrayReady _ready
     cdef public dict receivers, by_qpn, gated
     # the per-frame methods, called in C from each other and from the simulator's host
     cpdef bint receive(self, frame, now)
