@@ -54,7 +54,8 @@ import cython
 
 from .settings import NicSettings
 from . import codec
-from .dcqcn import DcqcnParams, NotificationPoint, ReactionPoint, reaction_point
+from .dcqcn import NotificationPoint, ReactionPoint, reaction_point
+from .dcqcn_params import DcqcnParams
 from .pause import PauseTimer
 from .qp import ReceiveFlow, SendFlow
 from .rc import DATA_OPCODES, RETH_OPCODES, Reply, Requester, Responder, Segment

@@ -24,7 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from ..fabric.config_fields import pydantic_problem
 from ..fabric import yamlfile
-from .dcqcn import DcqcnParams, FirmwareParams
+from .dcqcn_params import DcqcnParams, FirmwareParams
 
 NIC_LABEL = "rocelab.nic"
 

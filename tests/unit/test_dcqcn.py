@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from rocelab.nic.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint, reaction_point
+from rocelab.nic.dcqcn import NotificationPoint, ReactionPoint, reaction_point
+from rocelab.nic.dcqcn_params import DcqcnParams
 
 G = 1 / 256
 GBPS = 1e9

@@ -29,9 +29,9 @@ from dataclasses import replace
 
 import pytest
 
-from rocelab.nic.dcqcn import (DcqcnParams, FirmwareParams, FirmwareReactionPoint,
-                               NotificationPoint, PaperReactionPoint, ReactionPoint,
-                               reaction_point)
+from rocelab.nic.dcqcn import (FirmwareReactionPoint, NotificationPoint, PaperReactionPoint,
+                               ReactionPoint, reaction_point)
+from rocelab.nic.dcqcn_params import DcqcnParams, FirmwareParams
 
 GBPS = 1e9
 FIRMWARE_BYTE_RESET = 32767  # what ConnectX firmware ships, the model's default

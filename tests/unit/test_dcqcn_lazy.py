@@ -18,7 +18,8 @@ import random
 
 import pytest
 
-from rocelab.nic.dcqcn import FirmwareParams, reaction_point
+from rocelab.nic.dcqcn import reaction_point
+from rocelab.nic.dcqcn_params import FirmwareParams
 
 PS = 10**12
 US = 1e-6

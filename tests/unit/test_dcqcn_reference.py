@@ -8,7 +8,8 @@ import random
 import pytest
 
 from rocelab.bench.dcqcn_compare import DEFAULT_LAB, compare, record
-from rocelab.nic.dcqcn import FirmwareParams, reaction_point
+from rocelab.nic.dcqcn import reaction_point
+from rocelab.nic.dcqcn_params import FirmwareParams
 from rocelab.nic.dcqcn_reference import MlxParams, ReferenceReactionPoint
 from rocelab.nic.settings import FIRMWARE_DEFAULTS
 

@@ -12,7 +12,7 @@ from rocelab.labs import topology
 from rocelab.nic.settings import NicError, NicSettings
 from rocelab.labs.topology import TopologyError
 from tests.conftest import TOPOLOGIES
-from rocelab.nic.dcqcn import DcqcnParams, FirmwareParams
+from rocelab.nic.dcqcn_params import DcqcnParams, FirmwareParams
 
 
 def write(tmp_path: Path, text: str) -> Path:
