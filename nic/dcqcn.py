@@ -3,13 +3,13 @@ turns CE marks into CNPs, and the reaction point (RP, sender NIC) that cuts and 
 sending rate.
 
 - ``paper``: the algorithm of Zhu et al., "Congestion Control for Large-Scale RDMA
-  Deployments", SIGCOMM 2015 (``PaperReactionPoint``): a CNP cuts at once,
-  alpha decays every K without a CNP, timer and byte stages as published.
+  Deployments", SIGCOMM 2015 (``PaperReactionPoint``): a CNP cuts at once, alpha decays
+  every K without a CNP, timer and byte stages as published.
 - ``firmware``: DCQCN as ConnectX firmware runs it (``FirmwareReactionPoint``), parameters
-  named as ``mlxconfig`` names them. Cuts are merged
-  to at most one per ``rate_reduce_monitor_period``, alpha is updated every ``dce_tcp_rtt``
-  (up if a CNP came in that period, down otherwise), the target rate is clamped to the
-  current one only after a timer increase, and the increase phases follow the stage counters
+  named as ``mlxconfig`` names them. Cuts are merged to at most one per
+  ``rate_reduce_monitor_period``, alpha is updated every ``dce_tcp_rtt`` (up if a CNP came
+  in that period, down otherwise), the target rate is clamped to the current one only after
+  a timer increase, and the increase phases follow the stage counters
   (docs/concepts.md, "DCQCN: the paper and the firmware"; the HPCC simulator's
   ``*Mlx`` functions in rdma-hw.cc are the public model of it that the unit tests compare
   with, event by event).

@@ -33,7 +33,6 @@ cdef class PortScheduler:
     cpdef enqueue(self, Py_ssize_t queue, bytes frame, object meta, double now)
     @cython.locals(q=_Queue, lateness=Lateness)
     cpdef bint start_now(self, Py_ssize_t queue, Py_ssize_t size, double now)
-    @cython.locals(q=_Queue)
     cpdef double gate(self, Py_ssize_t queue)
     @cython.locals(until=double, priority=Py_ssize_t, ends=list)
     cpdef double _held_until(self, _Queue q)

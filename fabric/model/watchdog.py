@@ -65,8 +65,8 @@ class QueueWatchdog:
     """The PFC watchdog of one (port, lossless queue)."""
 
     __slots__ = ("port", "queue", "action", "detection_s", "restoration_s", "interval_s",
-                 "stormed", "drops", "ignores_pfc", "due", "events", "_polled_at", "_depth", "_tx", "_storm_from",
-                 "_settings", "_poll_ms")
+                 "stormed", "drops", "ignores_pfc", "due", "events", "_polled_at", "_depth",
+                 "_tx", "_storm_from", "_settings", "_poll_ms")
 
     def __init__(self, port: str, queue: int, settings: PfcWatchdog,
                  poll_interval_ms: int, time_scale: float = 1.0) -> None:
