@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+import weakref
 
 import pytest
 
@@ -117,12 +118,28 @@ def test_the_collector_runs_rarely_while_events_run_and_as_before_after():
 
     def fails() -> None:
         raise RuntimeError("a handler's bug")
-    engine.at(1, lambda: seen.append(gc.get_threshold()))
+    engine.at(1, lambda: seen.append((gc.get_threshold(), gc.get_freeze_count() > 0)))
     engine.at(2, fails)
     with pytest.raises(RuntimeError):
         engine.run(10)
-    assert seen == [(max(before[0], GC_YOUNG_THRESHOLD), *before[1:])]
+    assert seen == [((max(before[0], GC_YOUNG_THRESHOLD), *before[1:]), True)]
     assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_cycle_made_before_a_run_is_collected_after_it():
+    class Node:
+        pass
+    engine, gone = Engine(), []
+    node = Node()
+    node.self = node
+    weakref.finalize(node, gone.append, True)
+    del node
+    engine.at(1, gc.collect)  # the frozen cycle outlives a full collection during the run
+    engine.run(10)
+    assert gone == []
+    gc.collect()
+    assert gone == [True]
 
 
 def test_a_deadline_in_ps_is_never_before_the_float_it_came_from():
