@@ -11,8 +11,8 @@ cdef class Nic:
     cdef public long long _unfinished
     cdef public bint late_credit, started
     cdef public PauseTimer pause
-    cdef public list senders, _sampling, _timers
-    cdef public ArrayReady _ready
+    cdef public list senders, _sampling
+    cdef public ArrayReady _ready, _timers
     cdef public dict receivers, by_qpn, gated
     # the per-frame methods, called in C from each other and from the simulator's host
     cpdef bint receive(self, frame, now)
@@ -23,7 +23,7 @@ cdef class Nic:
     cpdef _offer(self, SendFlow flow)
     cpdef _first_ready(self)
     cpdef _after_rc(self, SendFlow flow, now)
-    cpdef _arm(self, flow, kind, due)
+    cpdef _arm(self, flow, long long kind, due)
     cpdef _first_timer(self, now)
     cpdef _follow_rate(self, SendFlow flow, now)
     cpdef _arm_rp(self, SendFlow flow, now)

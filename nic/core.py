@@ -44,7 +44,6 @@ allows one.
 """
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 from collections import deque
@@ -68,6 +67,36 @@ MAX_RATE_POINTS = 4000
 NAK_SYNDROME = 0b011  # AETH syndrome bits 31..29 of a NAK
 
 FrameKind = Literal["data", "ack", "cnp"]
+
+# which deadline of its flow a timer entry looks at: the entry's token in ``Nic._timers``
+ACK_TIMER = cython.declare(cython.longlong, 0)  # a responder's ACK coalescing
+RC_TIMER = cython.declare(cython.longlong, 1)  # a requester's retransmit timer
+RP_TIMER = cython.declare(cython.longlong, 2)  # a requester's DCQCN reaction point
+
+
+@cython.cfunc
+@cython.inline
+@cython.locals(kind=cython.longlong, sender=SendFlow)
+def _armed(flow: SendFlow | ReceiveFlow, kind: int) -> float | None:
+    """The deadline the timer heap holds for ``flow``'s ``kind`` timer (None: none)."""
+    if kind == ACK_TIMER:
+        return cython.cast(ReceiveFlow, flow).ack_timer
+    sender = cython.cast(SendFlow, flow)
+    return sender.rc_timer if kind == RC_TIMER else sender.rp_timer
+
+
+@cython.cfunc
+@cython.inline
+@cython.locals(kind=cython.longlong, sender=SendFlow)
+def _set_armed(flow: SendFlow | ReceiveFlow, kind: int, due: float | None) -> None:
+    if kind == ACK_TIMER:
+        cython.cast(ReceiveFlow, flow).ack_timer = due
+        return
+    sender = cython.cast(SendFlow, flow)
+    if kind == RC_TIMER:
+        sender.rc_timer = due
+    else:
+        sender.rp_timer = due
 
 
 class Nic:
@@ -109,7 +138,8 @@ class Nic:
         self.ack_queue: deque[tuple[float, bytes]] = deque()
         # (next_at, index, token) -> SendFlow, in the form this build runs fastest
         self._ready = ArrayReady() if cython.compiled else TupleReady()
-        self._timers: list[tuple[float, int, str, SendFlow | ReceiveFlow]] = []
+        # (deadline, sequence, ACK_TIMER/RC_TIMER/RP_TIMER) -> its flow, the same way
+        self._timers = ArrayReady() if cython.compiled else TupleReady()
         self._seq = itertools.count(1)  # tokens and timer tie-breaks
         self._unfinished = 0  # flows not yet done
         self._next_sample = 0.0
@@ -228,7 +258,7 @@ class Nic:
         before = rc.stats.messages
         self._reply(flow, now, rc.on_packet(incoming.psn, incoming.opcode, incoming.payload,
                                        incoming.ackreq, now))
-        self._arm(flow, "ack_timer", rc.next_timer())
+        self._arm(flow, ACK_TIMER, rc.next_timer())
         delivered = rc.stats.messages - before
         if delivered:
             if rc.stats.messages >= flow.count and flow.finished is None:
@@ -252,7 +282,7 @@ class Nic:
         """The next frame to put on the wire at ``now``, or None (the wire busy, the RoCE
         priority paused, or nothing due). Call until None. Timers due by ``now`` run first,
         so a DCQCN increase re-times its QP before the choice."""
-        if self._timers and self._timers[0][0] <= now:
+        if len(self._timers) and self._timers.first_at() <= now:
             self.poll(now)
         if now < self.wire_free:
             return None
@@ -285,7 +315,7 @@ class Nic:
                     self.pause.until) if self.late_credit else now
         flow.last_sent, flow.last_bits, flow.paced_bps = start, bits, rate
         flow.next_at = start + bits / rate
-        self._arm(flow, "rc_timer", rc.deadline)
+        self._arm(flow, RC_TIMER, rc.deadline)
         self._offer(flow)
         return self._occupy(frame, now, earliest=start)
 
@@ -336,44 +366,49 @@ class Nic:
         if not flow.queued:
             flow.unblocked_at = now
             self._offer(flow)
-        self._arm(flow, "rc_timer", flow.rc.deadline)
+        self._arm(flow, RC_TIMER, flow.rc.deadline)
 
     # --- timers --------------------------------------------------------------------------
 
-    def _arm(self, flow: SendFlow | ReceiveFlow, kind: str, due: float | None) -> None:
+    def _arm(self, flow: SendFlow | ReceiveFlow, kind: int, due: float | None) -> None:
         """Make sure the timer heap looks at ``flow``'s ``kind`` timer by ``due``. An entry
         already due earlier stays: it re-arms when it fires, so a deadline that keeps
         moving later (an RC timer on every ACK) costs no push each time."""
         if due is None:
             return
-        armed = getattr(flow, kind)
+        armed = _armed(flow, kind)
         if armed is not None and armed <= due:
             return
-        setattr(flow, kind, due)
-        heapq.heappush(self._timers, (due, next(self._seq), kind, flow))
+        _set_armed(flow, kind, due)
+        self._timers.push(due, next(self._seq), kind, flow)
 
+    @cython.locals(timers=ArrayReady, kind=cython.longlong, sender=SendFlow)
     def _first_timer(self, now: float) -> float | None:
         """When the earliest timer is really due: entries that are stale, or early because
         their deadline moved later or went away, are dropped (and re-armed) on the way."""
         timers = self._timers
-        while timers:
-            at, _, kind, flow = timers[0]
-            if getattr(flow, kind) == at:
+        while len(timers):
+            at, kind, flow = timers.first_at(), timers.first_token(), timers.first()
+            if _armed(flow, kind) == at:
                 if at <= now:  # due: poll runs it (DCQCN may have advanced meanwhile)
                     return at
-                if kind == "ack_timer":
-                    due = flow.rc.next_timer()
-                elif flow.rc.done:
-                    due = None
+                if kind == ACK_TIMER:
+                    due = cython.cast(ReceiveFlow, flow).rc.next_timer()
                 else:
-                    due = flow.rc.deadline if kind == "rc_timer" else flow.rp.next_event(now)
+                    sender = cython.cast(SendFlow, flow)
+                    if sender.rc.done:
+                        due = None
+                    elif kind == RC_TIMER:
+                        due = sender.rc.deadline
+                    else:
+                        due = sender.rp.next_event(now)
                 if due == at:
                     return at
-                setattr(flow, kind, None)
-                heapq.heappop(timers)
+                _set_armed(flow, kind, None)
+                timers.pop()
                 self._arm(flow, kind, due)
             else:
-                heapq.heappop(timers)
+                timers.pop()
         return None
 
     @cython.locals(flow=SendFlow)
@@ -391,25 +426,30 @@ class Nic:
     @cython.locals(flow=SendFlow)
     def _arm_rp(self, flow: SendFlow, now: float) -> None:
         if not flow.rc.done:
-            self._arm(flow, "rp_timer", flow.rp.next_event(now))
+            self._arm(flow, RP_TIMER, flow.rp.next_event(now))
 
+    @cython.locals(timers=ArrayReady, kind=cython.longlong, receiver=ReceiveFlow,
+                   sender=SendFlow)
     def poll(self, now: float) -> None:
         """Run the timers due by ``now``: RC retransmits, the responders' ACK coalescing,
         DCQCN (a rate change re-times the QP's pending send), and every ``rate_sample_s``
         a point of each unfinished sender's rate series."""
         timers = self._timers
-        while timers and timers[0][0] <= now:
-            due, _, kind, flow = heapq.heappop(timers)
-            if getattr(flow, kind) != due:
+        while len(timers) and timers.first_at() <= now:
+            due, kind, flow = timers.first_at(), timers.first_token(), timers.first()
+            timers.pop()
+            if _armed(flow, kind) != due:
                 continue  # superseded by an earlier entry, which already fired
-            setattr(flow, kind, None)
-            if kind == "ack_timer":
-                self._reply(flow, now, flow.rc.poll(now))
-                self._arm(flow, kind, flow.rc.next_timer())
-            elif kind == "rc_timer":
-                flow.rc.poll(now)
-                self._after_rc(flow, now)
-            elif not flow.rc.done:
+            _set_armed(flow, kind, None)
+            if kind == ACK_TIMER:
+                receiver = cython.cast(ReceiveFlow, flow)
+                self._reply(receiver, now, receiver.rc.poll(now))
+                self._arm(receiver, kind, receiver.rc.next_timer())
+            elif kind == RC_TIMER:
+                sender = cython.cast(SendFlow, flow)
+                sender.rc.poll(now)
+                self._after_rc(sender, now)
+            elif not cython.cast(SendFlow, flow).rc.done:
                 self._follow_rate(flow, now)
                 self._arm_rp(flow, now)
         if self.started and now >= self._next_sample:

@@ -9,5 +9,6 @@ cdef class ArrayReady:
     cpdef push(self, double at_, long long index, long long token, item)
     cpdef first(self)
     cpdef long long first_token(self)
+    cpdef double first_at(self)
     cpdef pop(self)
     cpdef _grow(self)

@@ -1,6 +1,9 @@
-"""The NIC's ready QPs (``nic.core.Nic``): requesters that may send, earliest ``next_at``
-first, then by their place among the NIC's senders, each entry with the token that says
-whether it is still the QP's current one (the NIC cleans stale entries as they surface).
+"""The NIC's two heaps (``nic.core.Nic``), entries in ``(at, index, token)`` order, each
+with an item. Its ready QPs: requesters that may send, earliest ``next_at`` first, then by
+their place among the NIC's senders, each entry with the token that says whether it is
+still the QP's current one (the NIC cleans stale entries as they surface). Its timers: a
+flow's RC, ACK-coalescing or DCQCN deadline, then the order they were armed in (a number
+no two entries share), the token saying which of the three.
 
 Two forms of one order, as the simulator's event heap (``labs.sim.engine``) has: interpreted,
 tuples on a list ordered by ``heapq`` (``TupleReady``); compiled, the keys in typed arrays
@@ -37,6 +40,9 @@ class TupleReady:
 
     def first_token(self) -> int:
         return self._items[0][2]
+
+    def first_at(self) -> float:
+        return self._items[0][0]
 
     def pop(self) -> None:
         """Drop the first entry."""
@@ -120,6 +126,11 @@ class ArrayReady:
     def first_token(self) -> int:
         keys = self._keys
         return keys[1]
+
+    @cython.locals(at="double[::1]")
+    def first_at(self) -> float:
+        at = self._at
+        return at[0]
 
     @cython.locals(at="double[::1]", keys="long long[::1]", i=cython.Py_ssize_t,
                    child=cython.Py_ssize_t, size=cython.Py_ssize_t, slot=cython.Py_ssize_t)

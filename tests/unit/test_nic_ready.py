@@ -1,4 +1,4 @@
-"""The NIC's ready QPs (nic.ready): both forms give entries in (at, index, token) order,
+"""The NIC's heaps (nic.ready): both forms give entries in (at, index, token) order,
 ties in ``at`` and in index included, past an ArrayReady's first room, pushes and pops
 interleaved; the order is checked against sorting the entries."""
 from __future__ import annotations
@@ -28,7 +28,8 @@ def test_entries_come_out_in_at_index_token_order(form, seed):
                 assert len(ready) == 0
                 break
             first = min(pending)
-            assert (ready.first(), ready.first_token()) == (f"qp{first[2]}", first[2])
+            assert (ready.first(), ready.first_token(), ready.first_at()) == (
+                f"qp{first[2]}", first[2], first[0])
             ready.pop()
             pending.remove(first)
         assert len(ready) == len(pending)
