@@ -6,4 +6,8 @@ cdef class _Dispositions:
 
 cdef class PortCounters(_Dispositions):
     cdef public long long unclassified_packets, unclassified_bytes
-    cdef public list pg_rx_packets, pg_rx_bytes, queue_tx_packets, queue_tx_bytes
+    # C arrays of NUM_PGS and NUM_QUEUES (8): a new list when read from Python
+    cdef public long long pg_rx_packets[8]
+    cdef public long long pg_rx_bytes[8]
+    cdef public long long queue_tx_packets[8]
+    cdef public long long queue_tx_bytes[8]

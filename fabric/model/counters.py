@@ -29,6 +29,8 @@ from __future__ import annotations
 
 NUM_PGS = 8
 NUM_QUEUES = 8
+PER_PG = (0,) * NUM_PGS  # a port's counts per PG, and per queue, at the start
+PER_QUEUE = (0,) * NUM_QUEUES
 
 # Dispositions that are not drops.
 FORWARDED = "forwarded"
@@ -109,6 +111,10 @@ class PortCounters(_Dispositions):
     PG/queue number, and the port totals are sums, so each frame is counted once on the
     hot path: ``rx_*`` = the PGs + the frames turned away before classification
     (``unclassified``), ``tx_*`` = the queues (every transmitted frame is in one queue).
+
+    Compiled, the four lists are C arrays (``counters.pxd``): a count past 256 no longer
+    makes a new Python integer at every frame. Read from Python they come as a new list
+    each time, so only compiled code (the forwarding path) may bump them.
     """
 
     __slots__ = ("unclassified_packets", "unclassified_bytes", "pg_rx_packets", "pg_rx_bytes",
@@ -120,11 +126,11 @@ class PortCounters(_Dispositions):
         self.unclassified_packets = 0
         self.unclassified_bytes = 0
         # frames classified on ingress (all the others), by PG
-        self.pg_rx_packets = [0] * NUM_PGS
-        self.pg_rx_bytes = [0] * NUM_PGS
+        self.pg_rx_packets = list(PER_PG)
+        self.pg_rx_bytes = list(PER_PG)
         # frames the model returned for this port (see Switch), by egress queue
-        self.queue_tx_packets = [0] * NUM_QUEUES
-        self.queue_tx_bytes = [0] * NUM_QUEUES
+        self.queue_tx_packets = list(PER_QUEUE)
+        self.queue_tx_bytes = list(PER_QUEUE)
 
     @property
     def rx_packets(self) -> int:
