@@ -481,7 +481,7 @@ class Nic:
         series = flow.rate_series
         if len(series) >= self.max_rate_points or flow.rc.done:
             return False
-        series.append([now, flow.rate(now)])
+        series.append((now, flow.rate(now)))
         return len(series) < self.max_rate_points
 
     # --- results -------------------------------------------------------------------------

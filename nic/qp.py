@@ -36,7 +36,8 @@ class SendFlow:
     started: float | None = None
     finished: float | None = None
     cnps: int = 0
-    rate_series: list[list[float]] = field(default_factory=list)
+    # (time, rate) points: tuples of floats, which the collector stops tracking
+    rate_series: list[tuple[float, float]] = field(default_factory=list)
     queued: int = 0  # the token of its entry among the NIC's ready QPs; 0: not there
     rc_timer: float | None = None  # when the NIC's timer heap next looks at the RC timer
     rp_timer: float | None = None  # ... and at DCQCN

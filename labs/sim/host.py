@@ -294,7 +294,7 @@ class SimHost:
             return
         self._gen += 1
         self._nic_wake = (when, self._gen)
-        engine.at(when, self._wake, self._gen)
+        engine.later(when, self._wake, (self._gen,))  # after now: at's check is not needed
 
     def _wake(self, gen: int) -> None:
         if self._nic_wake is None or self._nic_wake[1] != gen:

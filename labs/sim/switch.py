@@ -82,7 +82,7 @@ class SimSwitch:
                 continue
             self._gen += 1
             armed[port] = (when, self._gen)
-            self.engine.at(when, self._wake, port, self._gen)
+            self.engine.later(max(when, self.engine.now_ps), self._wake, (port, self._gen))
 
     @cython.locals(wire=Wire)
     def _wake(self, port: str, gen: int) -> None:

@@ -580,7 +580,7 @@ def test_rate_series_has_a_point_per_cut_and_per_sampling_tick():
     nic.dequeue(0.0)
     cut_at = cnp_until_cut(nic, 1e-6)
     series = nic.senders[0].rate_series
-    assert series == [[0.0, LINE], [cut_at, nic.senders[0].rp.rate(cut_at)]]
+    assert series == [(0.0, LINE), (cut_at, nic.senders[0].rp.rate(cut_at))]
     assert series[1][1] < LINE
     nic.poll(nic.rate_sample_s / 2)
     assert len(series) == 2
