@@ -36,6 +36,7 @@ MODULES = (
     "rocelab.fabric.model.cable",
     "rocelab.fabric.model.bridge",
     "rocelab.fabric.model.interfaces",
+    "rocelab.fabric.model.neighbors",
     "rocelab.fabric.model.scheduler",
     "rocelab.fabric.model.pause",
     "rocelab.fabric.model.egress_buffers",

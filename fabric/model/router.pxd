@@ -1,11 +1,14 @@
 # Types for the compiled build (compiled.py): Cython compiles router.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
+cimport cython
 from rocelab.fabric.model.frames cimport ttl_decrement
+from rocelab.fabric.model.neighbors cimport Neighbor
 from rocelab.fabric.model.ports cimport PortState
 from rocelab.fabric.model.router_base cimport RouterBase
 
 cdef class Router(RouterBase):
     cpdef l3_in(self, iface, PortState ingress, bytes frame, int ethertype, Py_ssize_t off,
                 int prio, cls, list out, now)
+    @cython.locals(nh=Neighbor, port=PortState)
     cpdef ipv4_in(self, iface, PortState ingress, bytes frame, Py_ssize_t off, int prio, cls,
                   list out, now)
