@@ -479,10 +479,11 @@ class Nic:
         """A point of the flow's rate series: at each cut and each sampling tick. False once
         the series can take no more (full, or the flow done: both for good)."""
         series = flow.rate_series
-        if len(series) >= self.max_rate_points or flow.rc.done:
+        if len(series) >= 2 * self.max_rate_points or flow.rc.done:
             return False
-        series.append((now, flow.rate(now)))
-        return len(series) < self.max_rate_points
+        series.append(now)
+        series.append(flow.rate(now))
+        return len(series) < 2 * self.max_rate_points
 
     # --- results -------------------------------------------------------------------------
 

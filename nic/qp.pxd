@@ -20,7 +20,7 @@ cdef class SendFlow:
     cdef public object started
     cdef public object finished
     cdef public long long cnps
-    cdef public list rate_series
+    cdef public object rate_series
     cdef public long long queued
     cdef public object rc_timer
     cdef public object rp_timer

@@ -6,6 +6,7 @@ Pure, like the NIC: times are arguments.
 from __future__ import annotations
 
 import statistics
+from array import array
 from dataclasses import dataclass, field
 
 from . import codec
@@ -36,11 +37,17 @@ class SendFlow:
     started: float | None = None
     finished: float | None = None
     cnps: int = 0
-    # (time, rate) points: tuples of floats, which the collector stops tracking
-    rate_series: list[tuple[float, float]] = field(default_factory=list)
+    # (time, rate) points, flat in one array: 16 bytes a point, where a tuple of two floats
+    # took 104 (a 512-host all-to-all keeps 13 million points)
+    rate_series: array = field(default_factory=lambda: array("d"))
     queued: int = 0  # the token of its entry among the NIC's ready QPs; 0: not there
     rc_timer: float | None = None  # when the NIC's timer heap next looks at the RC timer
     rp_timer: float | None = None  # ... and at DCQCN
+
+    def rate_points(self) -> list[tuple[float, float]]:
+        """The rate series as (time, rate) pairs."""
+        series = self.rate_series
+        return list(zip(series[::2], series[1::2]))
 
     def rate(self, now: float) -> float:
         return self.line_bps if self.rp is None else self.rp.rate(now)
@@ -75,7 +82,7 @@ class SendFlow:
             "retransmitted": stats.retransmitted, "naks_received": stats.naks_received,
             "timeouts": stats.timeouts, "acks_received": stats.acks_received,
             "cnps_received": self.cnps, "failed": rc.failed,
-            "rate_series": [[round(t - t0, 6), r] for t, r in self.rate_series],
+            "rate_series": [[round(t - t0, 6), r] for t, r in self.rate_points()],
         }
 
 

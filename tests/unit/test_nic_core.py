@@ -579,15 +579,15 @@ def test_rate_series_has_a_point_per_cut_and_per_sampling_tick():
     nic.poll(0.0)
     nic.dequeue(0.0)
     cut_at = cnp_until_cut(nic, 1e-6)
-    series = nic.senders[0].rate_series
-    assert series == [(0.0, LINE), (cut_at, nic.senders[0].rp.rate(cut_at))]
-    assert series[1][1] < LINE
+    sender = nic.senders[0]
+    assert sender.rate_points() == [(0.0, LINE), (cut_at, sender.rp.rate(cut_at))]
+    assert sender.rate_points()[1][1] < LINE
     nic.poll(nic.rate_sample_s / 2)
-    assert len(series) == 2
+    assert len(sender.rate_points()) == 2
     nic.poll(nic.rate_sample_s)
-    assert [t for t, _ in series][2:] == [nic.rate_sample_s]
+    assert [t for t, _ in sender.rate_points()][2:] == [nic.rate_sample_s]
     assert nic.results(0.0, 1.0, False)["senders"][0]["rate_series"] == \
-        [[round(t, 6), r] for t, r in series]
+        [[round(t, 6), r] for t, r in sender.rate_points()]
 
 
 def test_a_rate_series_keeps_its_first_points_up_to_its_share():
@@ -598,7 +598,7 @@ def test_a_rate_series_keeps_its_first_points_up_to_its_share():
     ticks = [k * nic.rate_sample_s for k in range(10)]
     for now in ticks:
         nic.poll(now)
-    assert [t for t, _ in nic.senders[0].rate_series] == ticks[:3]
+    assert [t for t, _ in nic.senders[0].rate_points()] == ticks[:3]
 
 
 # -- the seam ---------------------------------------------------------------------------------
