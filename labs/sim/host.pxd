@@ -6,7 +6,7 @@ from rocelab.nic.core cimport Nic
 
 cdef class SimHost:
     cdef public Engine engine
-    cdef public object name, config, macs, arp_retry_ps, nic_iface, _nic_wake
+    cdef public object name, config, macs, arp_retry_ps, nic_iface, _nic_wake, _waking
     cdef public Nic nic
     cdef public dict wires, neighbours, _waiting, replies, _mine6, _groups6
     cdef public long long _gen, seen

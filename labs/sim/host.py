@@ -75,6 +75,7 @@ class SimHost:
         self.nic_iface: str | None = None
         self._nic_wake: tuple[int, int] | None = None  # (time, generation)
         self._gen = 0
+        self._waking = self._wake  # the NIC's wake handler, bound once (one per frame sent)
         self.seen = 0  # frames received
 
     @property
@@ -87,7 +88,7 @@ class SimHost:
     def arrive(self, iface: str, frame: bytes) -> None:
         self.seen += 1
         if self.nic is not None and iface == self.nic_iface \
-                and self.nic.receive(frame, self.engine.now):
+                and self.nic.receive(frame, self.engine.seconds()):
             self.kick()
             return
         dst = frame[0:6]
@@ -281,7 +282,7 @@ class SimHost:
         nic, engine = self.nic, self.engine
         if nic is None:
             return
-        now = engine.now
+        now = engine.seconds()
         wire = self.wires[self.nic_iface]
         while (frame := nic.dequeue(now)) is not None:
             wire.send(frame)
@@ -294,12 +295,12 @@ class SimHost:
             return
         self._gen += 1
         self._nic_wake = (when, self._gen)
-        engine.later(when, self._wake, (self._gen,))  # after now: at's check is not needed
+        engine.later(when, self._waking, (self._gen,))  # after now: at's check is not needed
 
     def _wake(self, gen: int) -> None:
         if self._nic_wake is None or self._nic_wake[1] != gen:
             return
         self._nic_wake = None
         if self.nic is not None:
-            self.nic.poll(self.engine.now)
+            self.nic.poll(self.engine.seconds())
             self.kick()

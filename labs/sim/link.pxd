@@ -14,5 +14,5 @@ cdef class Wire:
     cdef public long long frames
     cdef public double jitter_rate
     cdef public object rng
-    cdef public object last_arrival
+    cdef public object last_arrival, _arrival
     cpdef send(self, bytes frame)

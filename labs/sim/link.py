@@ -50,6 +50,7 @@ class Wire:
         self.jitter_rate = 1 / jitter_ps if jitter_ps else 0.0  # expovariate's lambda
         self.rng = rng
         self.last_arrival = 0  # a frame never overtakes the one ahead of it
+        self._arrival = self._arrive  # the handler of every frame's arrival, bound once
 
     def send(self, frame: bytes) -> None:
         engine = self.engine
@@ -64,7 +65,7 @@ class Wire:
             arrival = max(self.last_arrival,
                           arrival + round(self.rng.expovariate(self.jitter_rate)))
             self.last_arrival = arrival
-        engine.later(arrival, self._arrive, (frame,))
+        engine.later(arrival, self._arrival, (frame,))
 
     def _arrive(self, frame: bytes) -> None:
         if not self.up:

@@ -7,7 +7,7 @@ from rocelab.labs.sim.link cimport Wire
 cdef class SimSwitch:
     cdef public Engine engine
     cdef public Forwarding switch
-    cdef public object name, ifaces, trace, _tick_at
+    cdef public object name, ifaces, trace, _tick_at, _waking
     cdef public dict wires, _armed
     cdef public long long _gen, _tick_gen, _trace_gen, _events, _sampled_events
     cdef public bint _sampling

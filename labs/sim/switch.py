@@ -35,6 +35,7 @@ class SimSwitch:
         self.wires: dict[str, Wire] = {}  # SONiC port -> its outgoing wire
         self._armed: dict[str, tuple[int, int]] = {}  # port -> (wake time, generation)
         self._gen = 0
+        self._waking = self._wake  # a port's wake handler, bound once (one per frame queued)
         self._tick_at: int | None = None  # when the pending tick runs (ps); None: none
         self._tick_gen = 0
         self.trace: Trace | None = None
@@ -52,7 +53,7 @@ class SimSwitch:
         if self.trace is not None:
             self._activity()
         switch = self.switch
-        out = switch.receive(port, frame, self.engine.now)
+        out = switch.receive(port, frame, self.engine.seconds())
         if out:  # most frames wait in a queue: nothing to send, no port touched but theirs
             self._send(out)
         touched = switch.take_touched()
@@ -82,7 +83,7 @@ class SimSwitch:
                 continue
             self._gen += 1
             armed[port] = (when, self._gen)
-            self.engine.later(max(when, self.engine.now_ps), self._wake, (port, self._gen))
+            self.engine.later(max(when, self.engine.now_ps), self._waking, (port, self._gen))
 
     @cython.locals(wire=Wire)
     def _wake(self, port: str, gen: int) -> None:
@@ -94,7 +95,7 @@ class SimSwitch:
         # one frame per wake: a paced port's wire is busy until that frame has left, so a
         # second dequeue at the same instant would find it busy; the next wake comes at
         # next_send_time (an unpaced port never queues)
-        frame = self.switch.dequeue(port, self.engine.now)
+        frame = self.switch.dequeue(port, self.engine.seconds())
         if frame is not None:
             wire = self.wires[port]
             wire.send(frame)
@@ -114,7 +115,7 @@ class SimSwitch:
         if due is None:
             return
         engine = self.engine
-        when = engine.now_ps if due <= engine.now else to_ps(due)
+        when = engine.now_ps if due <= engine.seconds() else to_ps(due)
         if self._tick_at is not None and self._tick_at <= when:
             return
         self._tick_gen += 1
@@ -128,7 +129,7 @@ class SimSwitch:
         self._tick_at = None
         if self.trace is not None:
             self._activity()
-        switch, now = self.switch, self.engine.now
+        switch, now = self.switch, self.engine.seconds()
         self._send(switch.tick(now))
         switch.take_touched()
         self._arm(switch.backlogged())
