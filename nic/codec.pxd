@@ -2,6 +2,13 @@
 # these declarations; the pure-Python module ignores this file.
 from rocelab.nic.roce cimport bth_crc
 
+cdef class Incoming:
+    cdef readonly bytes src_ip
+    cdef readonly long long ecn, opcode, dqpn, psn
+    cdef readonly bint ackreq
+    cdef readonly long long payload
+    cdef readonly object aeth
+
 cdef class Headers:
     cdef public bint ipv6
     cdef public bytes eth, src, dst

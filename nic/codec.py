@@ -12,7 +12,8 @@ from __future__ import annotations
 import socket
 import struct
 import zlib
-from typing import NamedTuple
+from dataclasses import dataclass
+from zlib import crc32
 
 import cython
 
@@ -26,6 +27,10 @@ UDP = struct.Struct("!HHHH")
 BTH = struct.Struct("!BBHII")
 RETH = struct.Struct("!QII")
 AETH = struct.Struct("!I")
+ETH_LEN, BTH_LEN, AETH_LEN = ETH.size, BTH.size, AETH.size
+# the per-frame calls, bound once: compiled, ``BTH.pack`` would look ``pack`` up by name
+_pack_bth, _unpack_bth, _unpack_aeth = BTH.pack, BTH.unpack_from, AETH.unpack_from
+_pack_icrc = struct.Struct("<I").pack  # the ICRC goes on the wire little-endian
 HEADERS_LEN = ETH.size + IPV4.size + UDP.size
 BTH_AT = HEADERS_LEN
 HEADERS6_LEN = ETH.size + IPV6.size + UDP.size
@@ -79,7 +84,7 @@ class Headers:
         seed = self._crc_by_length.get(length)
         if seed is None:
             seed = self._crc_by_length[length] = v2_headers_crc(
-                self.for_transport(length)[ETH.size:], not self.ipv6)
+                self.for_transport(length)[ETH_LEN:], not self.ipv6)
         return seed
 
     def for_transport(self, length: int) -> bytes:
@@ -159,13 +164,13 @@ def _frame(headers: Headers, opcode: int, dqpn: int, psn: int, ext: bytes, paylo
     """The frame in one join, its ICRC continued from the CRC its headers share with every
     frame of this length (``roce.icrc`` gives the same, parsing the frame first)."""
     pad = -payload % 4
-    transport_len = BTH.size + len(ext) + payload + pad + ICRC_LEN
-    bth = BTH.pack(opcode, pad << 4, PKEY_DEFAULT, becn << 30 | dqpn, ackreq << 31 | psn)
+    transport_len = BTH_LEN + len(ext) + payload + pad + ICRC_LEN
+    bth = _pack_bth(opcode, pad << 4, PKEY_DEFAULT, becn << 30 | dqpn, ackreq << 31 | psn)
     body = _zeros(payload + pad)
     crc = crc32_zeros(payload + pad,
-                      zlib.crc32(ext, bth_crc(bth, headers.icrc_seed(transport_len))))
+                      crc32(ext, bth_crc(bth, headers.icrc_seed(transport_len))))
     return b"".join((headers.for_transport(transport_len), bth, ext, body,
-                     crc.to_bytes(4, "little")))
+                     _pack_icrc(crc)))
 
 
 def data_frame(headers: Headers, dqpn: int, psn: int, opcode: int, payload: int, *,
@@ -193,7 +198,8 @@ EXTENSION = {**dict.fromkeys(RETH_OPCODES, RETH.size), ACK_OPCODE: AETH.size,
              CNP_OPCODE: CNP_PADDING}
 
 
-class Incoming(NamedTuple):
+@dataclass(frozen=True)
+class Incoming:
     """What the endpoint needs of one received RoCEv2 frame."""
 
     src_ip: bytes  # 4 bytes (IPv4) or 16 (IPv6)
@@ -213,22 +219,22 @@ def parse(frame: bytes) -> Incoming | None:
     captures."""
     if frame[12:14] == b"\x86\xdd":
         return _parse6(frame)
-    if len(frame) < HEADERS_LEN + BTH.size + ICRC_LEN or frame[12:14] != b"\x08\x00" \
+    if len(frame) < HEADERS_LEN + BTH_LEN + ICRC_LEN or frame[12:14] != b"\x08\x00" \
             or frame[14] != 0x45 or frame[23] != 17 \
             or frame[36] << 8 | frame[37] != ROCE_V2_PORT:
         return None
     total = frame[16] << 8 | frame[17]
-    if ETH.size + total > len(frame):  # truncated: not a whole packet
+    if ETH_LEN + total > len(frame):  # truncated: not a whole packet
         return None
     return _transport(frame, BTH_AT, total - 20, frame[26:30], frame[15] & 3)
 
 
 def _parse6(frame: bytes) -> Incoming | None:
-    if len(frame) < HEADERS6_LEN + BTH.size + ICRC_LEN or frame[14] >> 4 != 6 \
+    if len(frame) < HEADERS6_LEN + BTH_LEN + ICRC_LEN or frame[14] >> 4 != 6 \
             or frame[20] != 17 or frame[56] << 8 | frame[57] != ROCE_V2_PORT:
         return None
     udp_len = frame[18] << 8 | frame[19]  # payload length: UDP onwards
-    if ETH.size + 40 + udp_len > len(frame):
+    if ETH_LEN + 40 + udp_len > len(frame):
         return None
     return _transport(frame, BTH6_AT, udp_len, frame[22:38], frame[15] >> 4 & 3)
 
@@ -236,9 +242,9 @@ def _parse6(frame: bytes) -> Incoming | None:
 def _transport(frame: bytes, bth_at: int, udp_len: int, src_ip: bytes, ecn: int) -> Incoming:
     """BTH onwards, the IP layer read: ``udp_len`` counts the UDP header and everything
     after it."""
-    opcode, flags, _, qp_word, psn_word = BTH.unpack_from(frame, bth_at)
-    ext = EXTENSION.get(opcode, 0)
-    payload = udp_len - 8 - BTH.size - ext - ICRC_LEN - (flags >> 4 & 3)
-    aeth = AETH.unpack_from(frame, bth_at + BTH.size)[0] if opcode == ACK_OPCODE else None
+    opcode, flags, _, qp_word, psn_word = _unpack_bth(frame, bth_at)
+    ext = EXTENSION[opcode] if opcode in EXTENSION else 0
+    payload = udp_len - 8 - BTH_LEN - ext - ICRC_LEN - (flags >> 4 & 3)
+    aeth = _unpack_aeth(frame, bth_at + BTH_LEN)[0] if opcode == ACK_OPCODE else None
     return Incoming(src_ip, ecn, opcode, qp_word & 0xFFFFFF, psn_word & 0xFFFFFF,
                     bool(psn_word >> 31), payload, aeth)

@@ -1,5 +1,6 @@
 # Types for the compiled build (compiled.py): Cython compiles core.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
+from rocelab.nic.codec cimport Incoming, parse
 from rocelab.nic.pause cimport PauseTimer
 from rocelab.nic.qp cimport ReceiveFlow, SendFlow
 from rocelab.nic.ready cimport ArrayReady
@@ -16,7 +17,7 @@ cdef class Nic:
     cdef public dict receivers, by_qpn, gated
     # the per-frame methods, called in C from each other and from the simulator's host
     cpdef bint receive(self, frame, now)
-    cpdef _on_data(self, ReceiveFlow flow, incoming, now)
+    cpdef _on_data(self, ReceiveFlow flow, Incoming incoming, now)
     cpdef _reply(self, ReceiveFlow flow, now, Reply reply)
     cpdef dequeue(self, double now)
     cpdef bytes _occupy(self, bytes frame, double now, double earliest)

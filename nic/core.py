@@ -53,6 +53,7 @@ import cython
 
 from .settings import NicSettings
 from . import codec
+from .codec import ACK_OPCODE, CNP_OPCODE, Incoming, ack_frame, cnp_frame, data_frame, parse
 from .dcqcn import NotificationPoint, ReactionPoint, reaction_point
 from .dcqcn_params import DcqcnParams
 from .pause import PauseTimer
@@ -213,14 +214,14 @@ class Nic:
 
     # --- the wire ------------------------------------------------------------------------
 
-    @cython.locals(sender=SendFlow, receiver=ReceiveFlow)
+    @cython.locals(sender=SendFlow, receiver=ReceiveFlow, incoming=Incoming)
     def receive(self, frame: bytes, now: float) -> bool:
         """A frame from the wire at ``now``; True if the NIC consumed it (PFC or PAUSE, or
         RoCE for one of its QPs), False for the host's own stack. What it did may make
         ``next_wake`` earlier (an XON, an ACK that opens the window, a CNP to send)."""
         if self.pause.on_frame(frame, now):
             return True
-        incoming = codec.parse(frame)
+        incoming = parse(frame)
         if incoming is None:
             return False
         if incoming.opcode in DATA_OPCODES:
@@ -232,13 +233,13 @@ class Nic:
         sender = self.by_qpn.get(incoming.dqpn)
         if sender is None:
             return False
-        if incoming.opcode == codec.CNP_OPCODE:
+        if incoming.opcode == CNP_OPCODE:
             sender.cnps += 1
             if sender.rp is not None:
                 sender.rp.on_cnp(now)
                 self._follow_rate(sender, now)
                 self._arm_rp(sender, now)
-        elif incoming.opcode == codec.ACK_OPCODE and incoming.aeth is not None:
+        elif incoming.opcode == ACK_OPCODE and incoming.aeth is not None:
             if incoming.aeth >> 29 == NAK_SYNDROME:
                 sender.rc.on_nak(incoming.psn, now)
             else:
@@ -249,11 +250,11 @@ class Nic:
         return True
 
     @cython.locals(flow=ReceiveFlow, rc=Responder, sender=SendFlow)
-    def _on_data(self, flow: ReceiveFlow, incoming: codec.Incoming, now: float) -> None:
+    def _on_data(self, flow: ReceiveFlow, incoming: Incoming, now: float) -> None:
         ce = incoming.ecn == CE
         flow.ce_marked += ce
         if flow.np is not None and flow.np.on_packet(now, ce):
-            self.cnp_queue.append(codec.cnp_frame(flow.cnp_headers, flow.peer_qpn))
+            self.cnp_queue.append(cnp_frame(flow.cnp_headers, flow.peer_qpn))
         rc = flow.rc
         before = rc.stats.messages
         self._reply(flow, now, rc.on_packet(incoming.psn, incoming.opcode, incoming.payload,
@@ -272,7 +273,7 @@ class Nic:
 
     def _reply(self, flow: ReceiveFlow, now: float, reply: Reply | None) -> None:
         if reply is not None:
-            self.ack_queue.append((now, codec.ack_frame(
+            self.ack_queue.append((now, ack_frame(
                 flow.ack_headers, flow.peer_qpn, reply.psn, reply.msn,
                 nak=reply.kind == "nak")))
 
@@ -302,8 +303,8 @@ class Nic:
         segment = rc.next_segment(now)
         reth = (segment.offset, segment.message_bytes) \
             if segment.opcode in RETH_OPCODES else None
-        frame = codec.data_frame(flow.headers, flow.peer_qpn, segment.psn, segment.opcode,
-                                segment.payload, ackreq=segment.ackreq, reth=reth)
+        frame = data_frame(flow.headers, flow.peer_qpn, segment.psn, segment.opcode,
+                           segment.payload, ackreq=segment.ackreq, reth=reth)
         if flow.started is None:
             flow.started = now
         bits = len(frame) * 8

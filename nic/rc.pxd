@@ -20,6 +20,8 @@ cdef class Requester:
     cdef public RequesterStats stats
     # called per frame by the NIC (nic/core.pxd)
     cpdef post(self, messages)
+    cpdef long long psn_of(self, long long index)
+    cpdef long long index_of(self, long long psn)
     cpdef bint can_send(self)
     cpdef next_segment(self, now)
     cpdef on_ack(self, psn, now)
@@ -27,13 +29,18 @@ cdef class Requester:
     cpdef bint poll(self, now)
     cpdef _acknowledge(self, upto, now)
 
+cdef class ResponderStats:
+    cdef public long long packets, bytes, messages, duplicates, out_of_sequence, acks_sent
+    cdef public long long naks_sent
+
 cdef class Reply:
     cdef readonly object kind
     cdef readonly long long psn, msn
 
 cdef class Responder:
     cdef public long long epsn, ack_every, unacked
-    cdef public object ack_delay_s, unacked_since, stats
+    cdef public object ack_delay_s, unacked_since
+    cdef public ResponderStats stats
     cdef public bint nak_sent
     cpdef on_packet(self, psn, opcode, payload, ackreq, now=*)
     cpdef next_timer(self)

@@ -118,7 +118,8 @@ class Requester:
         return self.una + psn_diff(psn, self.psn_of(self.una))
 
     def can_send(self) -> bool:
-        return (self.failed is None and self.nxt < self.total and self.outstanding < self.window
+        return (self.failed is None and self.nxt < self.total
+                and self.nxt - self.una < self.window  # ``outstanding``, read in C
                 and self.nxt // self.per_message < self.posted)
 
     def next_segment(self, now: float) -> Segment | None:
@@ -144,7 +145,7 @@ class Requester:
         if self.deadline is None:
             self.deadline = now + self.rto_s
         return Segment(self.psn_of(index), OPCODES[self.op, part], payload,
-                       ackreq=last or self.outstanding >= self.window, message=message,
+                       ackreq=last or self.nxt - self.una >= self.window, message=message,
                        offset=offset, message_bytes=self.size, retransmit=retransmit)
 
     def on_ack(self, psn: int, now: float) -> None:
