@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .counters import FORWARDED, MTU_EXCEEDED, NO_EGRESS, PORT_DOWN, SAME_PORT
-from .frames import MIN_FRAME_LEN, U16, VLAN_TCI, ETH_P_8021Q
+from .frames import MIN_FRAME_LEN, VLAN_TCI, ETH_P_8021Q, pack_u16
 
 if TYPE_CHECKING:
     from .ports import PortState
@@ -120,13 +120,13 @@ class VlanBridge:
     def encapsulate(self, dst: bytes, src: bytes, ethertype: int, payload: bytes, prio: int,
                     mode: int) -> bytes:
         """A frame built by the switch (routed or originated) for a member with ``mode``,
-        padded to the 60-byte minimum before any tag goes in."""
-        body = U16.pack(ethertype) + payload
-        if len(body) < MIN_FRAME_LEN - 12:
-            body += bytes(MIN_FRAME_LEN - 12 - len(body))
+        padded to the 60-byte minimum before any tag goes in. One join: the payload is
+        copied once."""
+        short = MIN_FRAME_LEN - 14 - len(payload)
+        pad = bytes(short) if short > 0 else b""
         if mode == UNTAGGED:
-            return dst + src + body
-        return dst + src + self._tag(mode, prio) + body
+            return b"".join((dst, src, pack_u16(ethertype), payload, pad))
+        return b"".join((dst, src, self._tag(mode, prio), pack_u16(ethertype), payload, pad))
 
     # --- forwarding ----------------------------------------------------------------------
 

@@ -99,7 +99,8 @@ class EgressPort:
             return None
         wred = self.wred[queue]
         if wred is not None:
-            depth = self._queues[queue].depth
+            q = self._queues[queue]
+            depth = q.depth
             if depth >= wred.min_bytes:
                 ect = ecn_field(frame) != NOT_ECT
                 if ect and wred.marks and self.mark_at_dequeue:
@@ -120,7 +121,8 @@ class EgressPort:
         wred = self.wred[queue]
         if wred is None or not self.mark_at_dequeue or not wred.marks:
             return frame
-        depth = self._queues[queue].depth
+        q = self._queues[queue]
+        depth = q.depth
         if depth < wred.min_bytes or ecn_field(frame) == NOT_ECT:
             return frame
         if self.rand() < wred.probability(depth):

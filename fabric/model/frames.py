@@ -68,6 +68,9 @@ MAC_CONTROL = struct.Struct("!HH")  # opcode, then PAUSE quanta or the PFC class
 PFC_TIMES = struct.Struct("!8H")  # PFC: pause quanta of priorities 0..7
 U16 = struct.Struct("!H")
 U32 = struct.Struct("!I")
+# the per-frame packing, bound once: compiled, ``U16.pack`` would look ``pack`` up by name
+pack_u16, unpack_ipv4 = U16.pack, IPV4_HEADER.unpack_from
+_pack_ttl_proto_csum = TTL_PROTO_CSUM.pack
 
 
 # --- addresses -----------------------------------------------------------------------
@@ -186,7 +189,7 @@ def ttl_decrement(checksum: int, ttl: int, proto: int) -> bytes:
     # packet. ~old + old is 0xFFFF whatever the TTL, so the sum is ~checksum + 0xFEFF, at
     # most 0x1FEFE, which one fold brings into 16 bits.
     total = (~checksum & 0xFFFF) + 0xFEFF
-    return TTL_PROTO_CSUM.pack(ttl - 1, proto, ~((total & 0xFFFF) + (total >> 16)) & 0xFFFF)
+    return _pack_ttl_proto_csum(ttl - 1, proto, ~((total & 0xFFFF) + (total >> 16)) & 0xFFFF)
 
 
 # --- IPv4 ---------------------------------------------------------------------------------

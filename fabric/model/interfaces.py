@@ -11,7 +11,7 @@ from ipaddress import IPv4Interface, IPv6Interface
 from typing import TYPE_CHECKING, Iterable
 
 from .counters import FORWARDED, MTU_EXCEEDED, PORT_DOWN
-from .frames import MIN_FRAME_LEN, U16, link_local6
+from .frames import MIN_FRAME_LEN, link_local6, pack_u16
 
 if TYPE_CHECKING:
     from .bridge import VlanBridge
@@ -84,7 +84,7 @@ class L3Interface:
             return PORT_DOWN
         if len(payload) > port.mtu:
             return MTU_EXCEEDED
-        frame = dst + self.router_mac + U16.pack(ethertype) + payload
+        frame = b"".join((dst, self.router_mac, pack_u16(ethertype), payload))
         if len(frame) < MIN_FRAME_LEN:
             frame += bytes(MIN_FRAME_LEN - len(frame))
         out.append((port, frame, cls))

@@ -26,9 +26,9 @@ routers' common base (``router_base.RouterBase``); this module is IPv4's own par
 """
 from __future__ import annotations
 
-import zlib
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING
+from zlib import crc32
 
 import cython
 
@@ -39,8 +39,8 @@ from .counters import (ARP_NOT_FOR_US, ARP_QUEUE_FULL, ARP_UNRESOLVED, FORWARDED
 from .ecmp import PROTO_BYTE, packet_flow_hash
 from .frames import (ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4,
                      ICMP_ECHO_REQUEST, ICMP_ERROR_TYPES, ICMP_TIME_EXCEEDED, IPPROTO_ICMP,
-                     IPPROTO_TCP, IPPROTO_UDP, IPV4_HEADER, ZERO_MAC, arp_packet,
-                     icmp_echo_reply, icmp_error, ipv4_packet, parse_arp, ttl_decrement)
+                     IPPROTO_TCP, IPPROTO_UDP, ZERO_MAC, arp_packet, icmp_echo_reply,
+                     icmp_error, ipv4_packet, parse_arp, ttl_decrement, unpack_ipv4)
 from .interfaces import MASKS
 from .neighbors import ARP_RETRY_S, ARP_TRIES
 from .ports import PortState
@@ -125,8 +125,7 @@ class Router(RouterBase):
         size = len(frame)
         if size < off + 20:
             return MALFORMED
-        vihl, tos, total, _, frag, ttl, proto, csum, src, dst = IPV4_HEADER.unpack_from(
-            frame, off)
+        vihl, tos, total, _, frag, ttl, proto, csum, src, dst = unpack_ipv4(frame, off)
         ihl = (vihl & 0x0F) << 2
         if vihl >> 4 != 4 or ihl < 20 or total < ihl or off + total > size:
             return IP_HEADER_ERROR
@@ -138,7 +137,7 @@ class Router(RouterBase):
         hops = self._cache.get(dst)
         if hops is None:
             hops = self.resolve(dst)
-        if hops.__class__ is str:
+        if type(hops) is str:
             return hops
         if len(hops) == 1:
             nh = hops[0]
@@ -146,7 +145,7 @@ class Router(RouterBase):
             key = frame[off + 12:off + 20] + PROTO_BYTE[proto]
             if (proto == IPPROTO_UDP or proto == IPPROTO_TCP) and not frag & 0x3FFF:
                 key += frame[off + ihl:off + ihl + 4]
-            nh = hops[zlib.crc32(key, self.ecmp_salt) % len(hops)]
+            nh = hops[crc32(key, self.ecmp_salt) % len(hops)]
         l2 = nh.l2
         if l2 is not None:  # resolved next hop behind a routed port: the common case
             port = nh.port

@@ -201,7 +201,7 @@ class RouterBase:
                  now: float) -> str:
         """Send a ready IP packet to a neighbour, or hold it while ARP or NDP resolves it."""
         if nh.mac is not None:
-            return nh.iface.send(nh.mac, self.ETHERTYPE, packet, prio, cls, out, now)
+            return nh.iface.send(nh.mac, nh.ethertype, packet, prio, cls, out, now)
         if len(nh.pending) >= self.MAX_HELD:
             return self.QUEUE_FULL
         nh.pending.append((owner, packet, prio, cls))

@@ -5,3 +5,5 @@ cdef class Wred:
     cdef public long long min_bytes, max_bytes
     cdef public double max_probability
     cdef public bint marks, drops
+    cpdef double probability(self, long long depth_bytes)
+    cpdef mark_or_drop(self, long long depth_bytes, bint ect, double rand)
