@@ -1,8 +1,11 @@
 # Types for the compiled build (compiled.py): Cython compiles buffers.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
-cdef class SharedPool:
+cdef class Pool:
     cdef public object name
-    cdef public long long size, used, peak, headroom_size, headroom_used, headroom_peak
+    cdef public long long size, used, peak
+
+cdef class SharedPool(Pool):
+    cdef public long long headroom_size, headroom_used, headroom_peak
     cdef public dict in_xoff
 
 cdef class PgBuffer:
@@ -15,6 +18,7 @@ cdef class PgBuffer:
     cdef public long long peak, shared_peak, headroom_peak, after_xoff, after_xoff_max
     cdef public long long xoff_count, drops, dropped_bytes
     cdef public double xoff_since, xoff_seconds
+    cpdef long long in_use(self)
     cpdef threshold(self)
     cpdef admit(self, long long nbytes, now)
     cpdef release(self, long long nbytes)

@@ -88,17 +88,27 @@ _HEADROOM_DROP_XOFF = Admission(DROP_HEADROOM_EXHAUSTED, True)
 _NONE_RESUMED: tuple[PgBuffer, ...] = ()
 
 
-class SharedPool:
-    """One ingress BUFFER_POOL: its shared bytes in use, and its shared headroom pool."""
+class Pool:
+    """A BUFFER_POOL's shared bytes: its size, the bytes in use, the most ever in use. An
+    egress queue draws on an egress pool or, on a ``both`` platform, on the ingress side's
+    own (``egress_buffers``): one type, so that it reads either in C."""
 
-    __slots__ = ("name", "size", "used", "peak", "headroom_size", "headroom_used",
-                 "headroom_peak", "in_xoff")
+    __slots__ = ("name", "size", "used", "peak")
 
-    def __init__(self, name: str, size: int, headroom_size: int = 0) -> None:
+    def __init__(self, name: str, size: int) -> None:
         self.name = name
         self.size = size
         self.used = 0
         self.peak = 0
+
+
+class SharedPool(Pool):
+    """One ingress BUFFER_POOL: its shared bytes in use, and its shared headroom pool."""
+
+    __slots__ = ("headroom_size", "headroom_used", "headroom_peak", "in_xoff")
+
+    def __init__(self, name: str, size: int, headroom_size: int = 0) -> None:
+        super().__init__(name, size)
         self.headroom_size = headroom_size  # BUFFER_POOL xoff: 0 = headroom is private
         self.headroom_used = 0
         self.headroom_peak = 0
@@ -191,6 +201,11 @@ class PgBuffer:
 
     @property
     def used(self) -> int:
+        return self.in_use()
+
+    def in_use(self) -> int:
+        """``used`` as a call: compiled, the per-frame path reaches it in C, where a
+        property is looked up by name."""
         return self.reserved_used + self.port_reserved_used + self.shared + self.headroom_used
 
     def threshold(self) -> int:
@@ -248,7 +263,7 @@ class PgBuffer:
                 and nbytes <= self.reserved_used:
             self.reserved_used -= nbytes  # only reserved bytes held: the per-frame case
             return
-        if nbytes > self.used:
+        if nbytes > self.in_use():
             raise ValueError(f"{self.port} PG {self.pg}: releasing {nbytes} bytes, "
                              f"holding {self.used}")
         pool = self.pool
@@ -346,7 +361,7 @@ class PgBuffer:
         return admission
 
     def _watermark(self) -> None:
-        used = self.used
+        used = self.in_use()
         if used > self.peak:
             self.peak = used
 

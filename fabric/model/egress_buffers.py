@@ -27,23 +27,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..config import BufferProfile, Qos
-from .buffers import SharedPool
+from .buffers import Pool, SharedPool
 from .counters import NUM_QUEUES
 from .port_buffers import PortPool, port_pools
 
 QUEUE_LIMIT = "queue_limit"  # the egress drop reason
 
 
-class EgressPool:
+class EgressPool(Pool):
     """One egress BUFFER_POOL: the shared bytes its queues hold beyond their reserved parts."""
 
-    __slots__ = ("name", "size", "used", "peak")
-
-    def __init__(self, name: str, size: int) -> None:
-        self.name = name
-        self.size = size
-        self.used = 0
-        self.peak = 0
+    __slots__ = ()
 
     def as_dict(self) -> dict:
         return {"size": self.size, "used": self.used, "free": self.size - self.used,
