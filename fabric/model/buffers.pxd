@@ -1,5 +1,8 @@
 # Types for the compiled build (compiled.py): Cython compiles buffers.py, unchanged, with
-# these declarations; the pure-Python module ignores this file.
+# these declarations; the pure-Python module ignores this file. Byte counts are C 64-bit
+# integers, locals too: at most 2**48 (config_fields.MAX_BYTES).
+cimport cython
+
 cdef class Pool:
     cdef public object name
     cdef public long long size, used, peak
@@ -19,9 +22,15 @@ cdef class PgBuffer:
     cdef public long long xoff_count, drops, dropped_bytes
     cdef public double xoff_since, xoff_seconds
     cpdef long long in_use(self)
-    cpdef threshold(self)
+    @cython.locals(free=cython.longlong)
+    cpdef long long threshold(self)
+    @cython.locals(room=cython.longlong, used=cython.longlong, spill=cython.longlong,
+                   shared_room=cython.longlong, to_port=cython.longlong,
+                   to_shared=cython.longlong, beyond=cython.longlong)
     cpdef admit(self, long long nbytes, now)
+    @cython.locals(pool=SharedPool, take=cython.longlong)
     cpdef release(self, long long nbytes)
+    @cython.locals(threshold=cython.longlong, resume_at=cython.longlong)
     cpdef bint try_xon(self, now)
     cpdef _into_shared(self, long long reserved_bytes, long long shared_bytes,
                        long long port_bytes=*)
