@@ -9,6 +9,7 @@ from rocelab.fabric.model.router_base cimport RouterBase
 cdef class Router(RouterBase):
     cpdef l3_in(self, iface, PortState ingress, bytes frame, int ethertype, Py_ssize_t off,
                 int prio, cls, list out, now)
-    @cython.locals(nh=Neighbor, port=PortState)
+    @cython.locals(nh=Neighbor, port=PortState, size=Py_ssize_t, vihl=int, total=Py_ssize_t,
+                   frag=int, ttl=int, proto=int, csum=int, ihl=Py_ssize_t, hops=object)
     cpdef ipv4_in(self, iface, PortState ingress, bytes frame, Py_ssize_t off, int prio, cls,
                   list out, now)

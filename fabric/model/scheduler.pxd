@@ -38,7 +38,7 @@ cdef class PortScheduler:
     cpdef double _held_until(self, _Queue q)
     @cython.locals(q=_Queue, earliest=double, ready=double, held=double)
     cpdef object next_send_time(self)
-    @cython.locals(q=_Queue, start=double)
+    @cython.locals(q=_Queue, start=double, enqueued=double)
     cpdef object dequeue(self, double now)
     cpdef bint _open(self, _Queue q, double now)
     @cython.locals(q=_Queue)
