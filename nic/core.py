@@ -73,6 +73,7 @@ FrameKind = Literal["data", "ack", "cnp"]
 ACK_TIMER = cython.declare(cython.longlong, 0)  # a responder's ACK coalescing
 RC_TIMER = cython.declare(cython.longlong, 1)  # a requester's retransmit timer
 RP_TIMER = cython.declare(cython.longlong, 2)  # a requester's DCQCN reaction point
+NEVER = cython.declare(cython.double, math.inf)  # no wake: a C double when compiled
 
 
 @cython.cfunc
@@ -249,7 +250,8 @@ class Nic:
             return False
         return True
 
-    @cython.locals(flow=ReceiveFlow, rc=Responder, sender=SendFlow)
+    @cython.locals(flow=ReceiveFlow, rc=Responder, sender=SendFlow, ce=cython.bint,
+                   before=cython.longlong, delivered=cython.longlong)
     def _on_data(self, flow: ReceiveFlow, incoming: Incoming, now: float) -> None:
         ce = incoming.ecn == CE
         flow.ce_marked += ce
@@ -459,12 +461,12 @@ class Nic:
             # those that can still take one
             self._sampling = [f for f in self._sampling if self._sample_rate(f, now)]
 
-    @cython.locals(flow=SendFlow)
+    @cython.locals(flow=SendFlow, wake=cython.double)
     def next_wake(self, now: float) -> float | None:
         """The earliest time, not before ``now``, at which ``dequeue`` or ``poll`` may have
         something to do; None when nothing is pending. Rate samples are taken at the
         polls that happen anyway, so they do not count."""
-        wake = math.inf
+        wake = NEVER
         if self.cnp_queue:
             wake = self.wire_free
         if self.ack_queue:
@@ -473,7 +475,7 @@ class Nic:
             wake = min(wake, max(flow.next_at, self.wire_free, self.pause.until))
         if (due := self._first_timer(now)) is not None:
             wake = min(wake, due)
-        return None if wake == math.inf else max(wake, now)
+        return None if wake == NEVER else max(wake, now)
 
     @cython.locals(flow=SendFlow)
     def _sample_rate(self, flow: SendFlow, now: float) -> bool:

@@ -1,6 +1,13 @@
 # Types for the compiled build (compiled.py): Cython compiles rc.py, unchanged, with
 # these declarations; the pure-Python module ignores this file. A dataclass's fields are
 # declared in its own order: Cython builds its __init__ from them.
+cimport cython
+
+@cython.locals(modulo=cython.longlong)
+cpdef long long psn_add(long long psn, long long n)
+@cython.locals(modulo=cython.longlong)
+cpdef long long psn_diff(long long a, long long b)
+
 cdef class Segment:
     cdef readonly long long psn, opcode, payload
     cdef readonly bint ackreq
@@ -23,6 +30,9 @@ cdef class Requester:
     cpdef long long psn_of(self, long long index)
     cpdef long long index_of(self, long long psn)
     cpdef bint can_send(self)
+    @cython.locals(index=cython.longlong, message=cython.longlong, part_index=cython.longlong,
+                   offset=cython.longlong, payload=cython.longlong, last=cython.bint,
+                   retransmit=cython.bint)
     cpdef next_segment(self, now)
     cpdef on_ack(self, psn, now)
     cpdef on_nak(self, psn, now)
@@ -42,6 +52,7 @@ cdef class Responder:
     cdef public object ack_delay_s, unacked_since
     cdef public ResponderStats stats
     cdef public bint nak_sent
+    @cython.locals(ahead=cython.longlong)
     cpdef on_packet(self, psn, opcode, payload, ackreq, now=*)
     cpdef next_timer(self)
     cpdef poll(self, now)

@@ -34,12 +34,14 @@ DATA_OPCODES = frozenset(OPCODES.values())
 
 
 def psn_add(psn: int, n: int) -> int:
-    return (psn + n) % PSN_MODULO
+    modulo = PSN_MODULO  # a C integer when compiled, as the arithmetic then is
+    return (psn + n) % modulo
 
 
 def psn_diff(a: int, b: int) -> int:
     """a - b on the 24-bit PSN circle, in [-2^23, 2^23): positive when a is ahead."""
-    return (a - b + PSN_MODULO // 2) % PSN_MODULO - PSN_MODULO // 2
+    modulo = PSN_MODULO
+    return (a - b + modulo // 2) % modulo - modulo // 2
 
 
 @dataclass(frozen=True)
