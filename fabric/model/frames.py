@@ -69,7 +69,7 @@ PFC_TIMES = struct.Struct("!8H")  # PFC: pause quanta of priorities 0..7
 U16 = struct.Struct("!H")
 U32 = struct.Struct("!I")
 # the per-frame packing, bound once: compiled, ``U16.pack`` would look ``pack`` up by name
-pack_u16, unpack_ipv4 = U16.pack, IPV4_HEADER.unpack_from
+pack_u16 = U16.pack
 _pack_ttl_proto_csum = TTL_PROTO_CSUM.pack
 
 

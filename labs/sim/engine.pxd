@@ -11,7 +11,7 @@ cdef class ArrayHeap:
     cpdef tuple pop(self)
 
 cdef class Engine:
-    cdef public object now_ps
+    cdef public long long now_ps  # below LAST_PS (2**62): to_ps refuses later times
     cdef ArrayHeap _heap
     cdef long long _seq
     cdef public object events

@@ -627,6 +627,24 @@ def test_no_route_blackhole_longest_prefix_and_distance():
     assert sw.receive("Ethernet8", udp(RMAC, H1, H1_IP, "10.8.1.1"), 0.0)[0][0] == "Ethernet4"
 
 
+def test_addresses_with_the_top_bit_set_route_and_answer_as_any_other():
+    """The router reads addresses from the header's bytes (compiled: 64-bit arithmetic, where
+    a C int would turn 128.0.0.0 and up negative)."""
+    sw = leaf1(extra_routes=(
+        StaticRoute(IPv4Network("198.51.100.0/24"), (IPv4Address(SPINE1_IP),)),
+        StaticRoute(IPv4Network("203.0.113.0/24"), (IPv4Address(SPINE2_IP),))))
+    resolve_spines(sw)
+    out = sw.receive("Ethernet8", udp(RMAC, H1, H1_IP, "198.51.100.7"), 0.0)
+    assert [p for p, _ in out] == ["Ethernet0"] and Ether(out[0][1])[IP].dst == "198.51.100.7"
+    out = sw.receive("Ethernet8", udp(RMAC, H1, H1_IP, "203.0.113.9"), 0.0)
+    assert [p for p, _ in out] == ["Ethernet4"]
+    # a packet from 198.51.100.7 whose TTL runs out: time exceeded goes back to that source
+    out = sw.receive("Ethernet0", udp(RMAC, SPINE1, "198.51.100.7", H1_IP, ttl=1), 0.0)
+    assert [p for p, _ in out] == ["Ethernet0"]
+    icmp = Ether(out[0][1])
+    assert (icmp[IP].dst, icmp[ICMP].type) == ("198.51.100.7", 11)
+
+
 def test_routed_packet_larger_than_egress_mtu_is_dropped():
     sw = Switch(SwitchConfig(
         path="x", hostname="x", mac=RMAC, ports=ports(2, mtu={"Ethernet4": 1500}),
