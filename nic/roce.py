@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import socket
 import struct
-import zlib
 from enum import IntEnum
 from typing import NamedTuple
+from zlib import crc32
 
 from ..fabric.model.frames import MAC_CONTROL_PAUSE, MAC_CONTROL_PFC, parse_mac_control
 
@@ -103,7 +103,7 @@ class _Layout(NamedTuple):
 
 # ICRC pseudo-LRH: a RoCE packet always carries a GRH (v1) or its IP stand-in (v2), so it is an
 # IBA "global" packet, whose ICRC treats the router-rewritten LRH as 8 bytes of ones (IBA 7.8.1).
-_LRH_CRC = zlib.crc32(b"\xff" * 8)
+_LRH_CRC = crc32(b"\xff" * 8)
 
 
 def _l2_header(frame: bytes) -> tuple[int, int, int | None] | None:
@@ -184,8 +184,8 @@ def _crc(frame: bytes, lay: _Layout) -> int:
         udp = lay.bth - 8 - lay.net
         hdr[udp + 6:udp + 8] = b"\xff\xff"  # UDP checksum
     hdr[-1] = 0xFF  # BTH resv8a: FECN, BECN and 6 reserved bits, as rxe and scapy mask it
-    crc = zlib.crc32(hdr, _LRH_CRC)
-    return zlib.crc32(mv[lay.bth + 5:lay.end], crc)
+    crc = crc32(hdr, _LRH_CRC)
+    return crc32(mv[lay.bth + 5:lay.end], crc)
 
 
 def v2_headers_crc(ip_udp: bytes, ipv4: bool) -> int:
@@ -195,12 +195,12 @@ def v2_headers_crc(ip_udp: bytes, ipv4: bool) -> int:
     hdr = bytearray(ip_udp)
     _mask_ip(hdr, ipv4)
     hdr[-2:] = b"\xff\xff"  # UDP checksum
-    return zlib.crc32(hdr, _LRH_CRC)
+    return crc32(hdr, _LRH_CRC)
 
 
 def bth_crc(bth: bytes, crc: int) -> int:
     """The running CRC continued over a BTH, its resv8a byte masked as ``icrc`` does."""
-    return zlib.crc32(bth[5:], zlib.crc32(bth[:4] + b"\xff", crc))
+    return crc32(bth[5:], crc32(bth[:4] + b"\xff", crc))
 
 
 def _stored(crc: int) -> int:
