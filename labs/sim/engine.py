@@ -7,10 +7,12 @@ form each build runs fastest, the one place where the two differ (Cython's
 (``TupleHeap``); compiled, integers in a typed array sifted in C (``ArrayHeap``). Each form
 run in the other build was measured slower: the array sifted by the interpreter made a
 72-host all-to-all 1.8x slower, and ``heapq``'s tuple comparisons were 9 % of the compiled
-run's instructions. ``tests/unit/test_sim.py`` holds both to the same order. One
-byte is a whole number of picoseconds at every Ethernet speed (100G: 80 ps, 400G: 20 ps), so
-serialisation times are exact; the models' float deadlines are converted with ``ceil`` so a
-wake never lands before the moment the model said (``to_ps``).
+run's instructions. ``tests/unit/test_sim.py`` holds both to the same order. The array
+heap's index arithmetic keeps within its size, so its functions skip Cython's bounds and
+negative-index checks. One byte is a whole number of picoseconds at every Ethernet speed
+(100G: 80 ps, 400G: 20 ps), so serialisation times are exact; the models' float deadlines
+are converted with ``ceil`` so a wake never lands before the moment the model said
+(``to_ps``).
 
 While it runs, the cyclic garbage collector looks at young objects only every
 ``GC_YOUNG_THRESHOLD`` new ones (``few_collections``): at Python's default of 700 it collected
@@ -98,6 +100,8 @@ class TupleHeap:
 
 @cython.cfunc
 @cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
 @cython.locals(keys="long long[::1]", to=cython.Py_ssize_t, when=cython.longlong,
                seq=cython.longlong, slot=cython.longlong)
 def _put(keys, to: int, when: int, seq: int, slot: int) -> None:
@@ -109,6 +113,8 @@ def _put(keys, to: int, when: int, seq: int, slot: int) -> None:
 
 @cython.cfunc
 @cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
 @cython.locals(keys="long long[::1]", to=cython.Py_ssize_t, source=cython.Py_ssize_t)
 def _move(keys, to: int, source: int) -> None:
     """Entry ``source`` of an ArrayHeap's keys copied over entry ``to``."""
@@ -118,6 +124,8 @@ def _move(keys, to: int, source: int) -> None:
 @cython.cfunc
 @cython.inline
 @cython.returns(cython.bint)
+@cython.boundscheck(False)
+@cython.wraparound(False)
 @cython.locals(keys="long long[::1]", a=cython.Py_ssize_t, b=cython.Py_ssize_t)
 def _before(keys, a: int, b: int) -> bool:
     """Whether entry ``a`` of an ArrayHeap's keys runs before entry ``b``: earlier, or as
@@ -146,6 +154,8 @@ class ArrayHeap:
         """The time of the next event (the heap is not empty)."""
         return self._keys[0]
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     @cython.locals(keys="long long[::1]", i=cython.Py_ssize_t, parent=cython.Py_ssize_t,
                    when=cython.longlong, seq=cython.longlong, slot=cython.longlong)
     def push(self, when: int, seq: int, handler: Callable[..., Any], args: tuple) -> None:
@@ -178,6 +188,8 @@ class ArrayHeap:
         free.extend(array("q", bytes(8 * capacity)))
         self._free = free
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     @cython.locals(keys="long long[::1]", i=cython.Py_ssize_t, child=cython.Py_ssize_t,
                    size=cython.Py_ssize_t, first=cython.longlong)
     def pop(self) -> tuple[Callable[..., Any], tuple]:
