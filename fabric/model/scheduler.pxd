@@ -34,7 +34,7 @@ cdef class PortScheduler:
     @cython.locals(q=_Queue, lateness=Lateness)
     cpdef bint start_now(self, Py_ssize_t queue, Py_ssize_t size, double now)
     cpdef double gate(self, Py_ssize_t queue)
-    @cython.locals(until=double, priority=Py_ssize_t, ends=list)
+    @cython.locals(until=double, priority=Py_ssize_t, ends=list, end=double)
     cpdef double _held_until(self, _Queue q)
     @cython.locals(q=_Queue, earliest=double, ready=double, held=double)
     cpdef object next_send_time(self)

@@ -190,8 +190,9 @@ class PortScheduler:
         if self.pause is not None:
             ends = self.pause.ends
             for priority in q.priorities:
-                if ends[priority] > until:
-                    until = ends[priority]
+                end = ends[priority]
+                if end > until:
+                    until = end
         return until
 
     def enqueue(self, queue: int, frame: bytes, meta: Any, now: float) -> None:

@@ -17,6 +17,6 @@ cdef class Engine:
     cdef public object events
     cdef bint _halted
     cpdef later(self, object when_ps, object handler, tuple args)
-    cpdef seconds(self)
+    cpdef double seconds(self)
 
 cpdef object to_ps(double seconds)

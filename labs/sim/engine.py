@@ -40,6 +40,7 @@ PS = 10**12  # picoseconds per second
 # compiled, so ``to_ps`` runs without Python numbers
 PS_FLOAT = cython.declare(cython.double, 1e12)
 LAST_PS = cython.declare(cython.double, 2.0**62)  # beyond it, a time is no 64-bit integer
+EXACT_PS = cython.declare(cython.longlong, 2**53)  # below it, a time is exact as a double
 GC_YOUNG_THRESHOLD = 100_000  # new container objects between young collections, while running
 HEAP_START = 1024  # events an ArrayHeap holds before it first grows (it doubles)
 
@@ -232,7 +233,10 @@ class Engine:
 
     def seconds(self) -> float:
         """``now`` as a call: compiled, the shells reach it in C, where a property is looked
-        up by name at every frame."""
+        up by name at every frame. Below 2**53 ps (2.5 hours) the integer converts exactly,
+        so the C quotient is Python's (``to_ps``)."""
+        if self.now_ps < EXACT_PS:
+            return self.now_ps / PS_FLOAT
         return self.now_ps / PS
 
     def at(self, when_ps: int, handler: Callable[..., Any], *args: Any) -> None:
