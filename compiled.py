@@ -39,6 +39,7 @@ MODULES = (
     "rocelab.fabric.model.neighbors",
     "rocelab.fabric.model.scheduler",
     "rocelab.fabric.model.pause",
+    "rocelab.fabric.model.pools",
     "rocelab.fabric.model.egress_buffers",
     "rocelab.fabric.model.buffers",
     "rocelab.fabric.model.counters",

@@ -2,14 +2,7 @@
 # these declarations; the pure-Python module ignores this file. Byte counts are C 64-bit
 # integers, locals too: at most 2**48 (config_fields.MAX_BYTES).
 cimport cython
-
-cdef class Pool:
-    cdef public object name
-    cdef public long long size, used, peak
-
-cdef class SharedPool(Pool):
-    cdef public long long headroom_size, headroom_used, headroom_peak
-    cdef public dict in_xoff
+from rocelab.fabric.model.pools cimport SharedPool
 
 cdef class PgBuffer:
     cdef public object port, profile, priorities, static_th, port_pool

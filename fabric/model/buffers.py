@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 from ..config import BufferProfile, Qos
 from .counters import NUM_PGS
+from .pools import SharedPool
 from .port_buffers import PortPool, port_pools
 from ..qos import port_setting, priorities_of_pg
 
@@ -86,44 +87,6 @@ _LOSSY_DROP = Admission(DROP_LOSSY_LIMIT)
 _HEADROOM_DROP = Admission(DROP_HEADROOM_EXHAUSTED)
 _HEADROOM_DROP_XOFF = Admission(DROP_HEADROOM_EXHAUSTED, True)
 _NONE_RESUMED: tuple[PgBuffer, ...] = ()
-
-
-class Pool:
-    """A BUFFER_POOL's shared bytes: its size, the bytes in use, the most ever in use. An
-    egress queue draws on an egress pool or, on a ``both`` platform, on the ingress side's
-    own (``egress_buffers``): one type, so that it reads either in C."""
-
-    __slots__ = ("name", "size", "used", "peak")
-
-    def __init__(self, name: str, size: int) -> None:
-        self.name = name
-        self.size = size
-        self.used = 0
-        self.peak = 0
-
-
-class SharedPool(Pool):
-    """One ingress BUFFER_POOL: its shared bytes in use, and its shared headroom pool."""
-
-    __slots__ = ("headroom_size", "headroom_used", "headroom_peak", "in_xoff")
-
-    def __init__(self, name: str, size: int, headroom_size: int = 0) -> None:
-        super().__init__(name, size)
-        self.headroom_size = headroom_size  # BUFFER_POOL xoff: 0 = headroom is private
-        self.headroom_used = 0
-        self.headroom_peak = 0
-        # the pool's PGs in XOFF (an ordered set): a release anywhere in the pool raises
-        # dynamic thresholds and may resume any of them
-        self.in_xoff: dict[PgBuffer, None] = {}
-
-    @property
-    def free(self) -> int:
-        return self.size - self.used
-
-    def as_dict(self) -> dict:
-        return {"size": self.size, "used": self.used, "free": self.free, "peak": self.peak,
-                "headroom_size": self.headroom_size, "headroom_used": self.headroom_used,
-                "headroom_peak": self.headroom_peak}
 
 
 class PgBuffer:

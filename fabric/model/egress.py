@@ -19,7 +19,8 @@ from collections.abc import Callable
 
 from ..config import Port, Qos
 from .counters import NUM_QUEUES
-from .egress_buffers import EgressPool, egress_pools, queue_buffers
+from .egress_buffers import egress_pools, queue_buffers
+from .pools import EgressPool
 from .pause import NUM_PRIORITIES, PauseState
 from .frames import ETH_HEADER_LEN, VLAN_TAG_LEN
 from .scheduler import PortScheduler, disciplines, wire_rate_bps

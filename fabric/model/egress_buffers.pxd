@@ -1,10 +1,7 @@
 # Types for the compiled build (compiled.py): Cython compiles egress_buffers.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
 cimport cython
-from rocelab.fabric.model.buffers cimport Pool
-
-cdef class EgressPool(Pool):
-    pass
+from rocelab.fabric.model.pools cimport Pool
 
 cdef class QueueBuffer:
     cdef public object profile, port_pool, static_th

@@ -17,7 +17,7 @@ a queue's bytes beyond its reserved part go to the port's reservation first, and
 bytes must fit the port's threshold too.
 
 A pool of type ``both`` is one buffer for ingress and egress (Broadcom DNX platforms): its
-queues draw on the ingress side's ``buffers.SharedPool`` itself, so each side's thresholds
+queues draw on the ingress side's ``pools.SharedPool`` itself, so each side's thresholds
 shrink as the other fills it. A frame is stored once: one whose ingress PG is in the same
 pool already counts there (``counted``), and its queue then limits it without counting it
 again; any other frame's shared bytes count in the pool as in an egress pool.
@@ -27,21 +27,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..config import BufferProfile, Qos
-from .buffers import Pool, SharedPool
+from .pools import EgressPool, SharedPool
 from .counters import NUM_QUEUES
 from .port_buffers import PortPool, port_pools
 
 QUEUE_LIMIT = "queue_limit"  # the egress drop reason
-
-
-class EgressPool(Pool):
-    """One egress BUFFER_POOL: the shared bytes its queues hold beyond their reserved parts."""
-
-    __slots__ = ()
-
-    def as_dict(self) -> dict:
-        return {"size": self.size, "used": self.used, "free": self.size - self.used,
-                "peak": self.peak}
 
 
 class QueueBuffer:

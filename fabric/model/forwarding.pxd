@@ -1,7 +1,8 @@
 # Types for the compiled build (compiled.py): Cython compiles forwarding.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
 from rocelab.fabric.model.bridge cimport VlanBridge
-from rocelab.fabric.model.buffers cimport PgBuffer, SharedPool
+from rocelab.fabric.model.buffers cimport PgBuffer
+from rocelab.fabric.model.pools cimport SharedPool
 from rocelab.fabric.model.counters cimport PortCounters
 from rocelab.fabric.model.egress cimport EgressPort
 from rocelab.fabric.model.egress_buffers cimport QueueBuffer

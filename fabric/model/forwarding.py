@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import cython
 
-from .buffers import ADMITTED, PgBuffer, SharedPool
+from .buffers import ADMITTED, PgBuffer
 from .bridge import VlanBridge
 from .classify import CPU_CLASS, CPU_QUEUE
 from .counters import (FLOW_CONTROL, FORWARDED, MAC_CONTROL, MALFORMED, NOT_ROUTER_MAC,
@@ -45,6 +45,7 @@ from .frames import (BROADCAST_MAC, ETH_P_8021Q, ETH_P_ARP, ETH_P_IPV4, ETH_P_IP
                      MAC_CONTROL_PFC, parse_mac_control, pfc_frame)
 from .interfaces import L3Interface
 from .pause import PfcSender
+from .pools import SharedPool
 from . import refresh
 from .ports import ROUTED, SWITCHED, PortState
 from .scheduler import PortScheduler

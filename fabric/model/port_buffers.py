@@ -23,7 +23,7 @@ from ..config import BufferProfile, Qos
 
 
 class Pool(Protocol):
-    """What a port's share reads of its pool (``buffers.SharedPool``, ``EgressPool``)."""
+    """What a port's share reads of its pool (``pools.SharedPool``, ``pools.EgressPool``)."""
 
     size: int
     used: int

@@ -8,8 +8,7 @@ from collections.abc import Iterable
 from .bridge import MODE_NAMES, VlanBridge
 from .buffers import IngressBuffers
 from .counters import CpuCounters, drop_totals
-from .buffers import SharedPool
-from .egress_buffers import EgressPool
+from .pools import EgressPool, SharedPool
 from .frames import ETH_HEADER_LEN, mac_text
 from .ports import PortState
 from .router import Router

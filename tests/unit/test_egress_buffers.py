@@ -8,7 +8,8 @@ import json
 from rocelab.fabric.config import BufferProfile
 from rocelab.fabric.config_load import parse
 from rocelab.fabric.model import Switch
-from rocelab.fabric.model.egress_buffers import EgressPool, QueueBuffer
+from rocelab.fabric.model.egress_buffers import QueueBuffer
+from rocelab.fabric.model.pools import EgressPool
 from tests.unit.test_forwarding import LEAF1_JSON
 from tests.unit.test_lossless import FRAME, H1_PORT, H2_PORT, S, learned, udp_frame
 
