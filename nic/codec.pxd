@@ -18,7 +18,6 @@ cdef class Headers:
     cpdef icrc_seed(self, Py_ssize_t length)
     cpdef bytes for_transport(self, Py_ssize_t length)
 
-cpdef long long ipv4_checksum(bytes header)
 cpdef bytes _zeros(Py_ssize_t n)
 cdef list _ZERO_RUN_TABLES, _ZERO_RUN_CONSTANTS
 cpdef unsigned int crc32_zeros(Py_ssize_t n, unsigned int crc)

@@ -16,6 +16,7 @@ from zlib import crc32
 
 import cython
 
+from ..fabric.model.frames import internet_checksum as ipv4_checksum  # over an IPv4 header
 from .roce import AETH_CREDITS_INVALID, ROCE_V2_PORT, bth_crc, v2_headers_crc
 from .rc import RETH_OPCODES
 
@@ -26,7 +27,7 @@ UDP = struct.Struct("!HHHH")
 BTH = struct.Struct("!BBHII")
 RETH = struct.Struct("!QII")
 AETH = struct.Struct("!I")
-ETH_LEN, BTH_LEN, AETH_LEN = ETH.size, BTH.size, AETH.size
+ETH_LEN, BTH_LEN = ETH.size, BTH.size
 # the per-frame calls, bound once: compiled, ``BTH.pack`` would look ``pack`` up by name
 _pack_bth, _unpack_bth, _unpack_aeth = BTH.pack, BTH.unpack_from, AETH.unpack_from
 _pack_icrc = struct.Struct("<I").pack  # the ICRC goes on the wire little-endian
@@ -50,16 +51,6 @@ RKEY = 0x1234
 
 def mac_bytes(mac: str) -> bytes:
     return bytes.fromhex(mac.replace(":", ""))
-
-
-@cython.locals(total=cython.longlong, i=cython.Py_ssize_t)
-def ipv4_checksum(header: bytes) -> int:
-    total = 0
-    for i in range(0, 20, 2):  # the ten 16-bit words, read in C when compiled
-        total += header[i] << 8 | header[i + 1]
-    total = (total & 0xFFFF) + (total >> 16)
-    total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 class Headers:

@@ -21,6 +21,10 @@ class Pool:
         self.used = 0
         self.peak = 0
 
+    @property
+    def free(self) -> int:
+        return self.size - self.used
+
 
 class SharedPool(Pool):
     """One ingress BUFFER_POOL: its shared bytes in use, and its shared headroom pool."""
@@ -36,10 +40,6 @@ class SharedPool(Pool):
         # dynamic thresholds and may resume any of them
         self.in_xoff: dict[PgBuffer, None] = {}
 
-    @property
-    def free(self) -> int:
-        return self.size - self.used
-
     def as_dict(self) -> dict:
         return {"size": self.size, "used": self.used, "free": self.free, "peak": self.peak,
                 "headroom_size": self.headroom_size, "headroom_used": self.headroom_used,
@@ -52,5 +52,4 @@ class EgressPool(Pool):
     __slots__ = ()
 
     def as_dict(self) -> dict:
-        return {"size": self.size, "used": self.used, "free": self.size - self.used,
-                "peak": self.peak}
+        return {"size": self.size, "used": self.used, "free": self.free, "peak": self.peak}
