@@ -1,14 +1,21 @@
 # Types for the compiled build (compiled.py): Cython compiles engine.py, unchanged, with
 # these declarations; the pure-Python module ignores this file. TupleHeap, the
 # interpreter's heap, stays an ordinary class.
+cdef class Handler:
+    cpdef fire(self, arg)
+
+cdef class Call(Handler):
+    cdef public object handler
+    cdef public tuple args
+
 cdef class ArrayHeap:
     cdef long long[::1] _keys, _free
-    cdef list _calls
+    cdef list _handlers, _args
     cdef Py_ssize_t _size
     cpdef long long earliest(self)
-    cpdef push(self, long long when, long long seq, handler, tuple args)
+    cpdef push(self, long long when, long long seq, Handler handler, arg)
     cpdef _grow(self)
-    cpdef tuple pop(self)
+    cpdef fire_next(self)
 
 cdef class Engine:
     cdef public long long now_ps  # below LAST_PS (2**62): to_ps refuses later times
@@ -16,7 +23,7 @@ cdef class Engine:
     cdef long long _seq
     cdef public object events
     cdef bint _halted
-    cpdef later(self, object when_ps, object handler, tuple args)
+    cpdef later(self, long long when_ps, Handler handler, arg)
     cpdef double seconds(self)
 
 cpdef object to_ps(double seconds)

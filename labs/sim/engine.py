@@ -1,7 +1,11 @@
 """A discrete-event engine in integer picoseconds.
 
 Events are ordered by ``(time_ps, seq)``: ties run in the order they were scheduled, so a
-run is a pure function of the lab, the seed and the calls made on it. The heap takes the
+run is a pure function of the lab, the seed and the calls made on it. An event is a
+``Handler`` and one argument: ``fire(arg)`` runs it. The per-frame kinds (a frame's arrival
+on a wire, a switch port's wake, a NIC's wake) are handlers themselves, so compiled the
+engine calls them in C with no tuple made per event; any other call is wrapped in a ``Call``
+(``at``, ``after``). The heap takes the
 form each build runs fastest, the one place where the two differ (Cython's
 ``cython.compiled`` chooses): interpreted, tuples on a list ordered by ``heapq`` in C
 (``TupleHeap``); compiled, integers in a typed array sifted in C (``ArrayHeap``). Each form
@@ -76,12 +80,30 @@ def to_ps(seconds: float) -> int:
     return ps
 
 
+class Handler:
+    """What an event runs: ``fire(arg)``, with the one argument it was scheduled with."""
+
+    def fire(self, arg: Any) -> None:
+        raise NotImplementedError
+
+
+class Call(Handler):
+    """``handler(*args)`` as an event: what ``at`` and ``after`` schedule."""
+
+    def __init__(self, handler: Callable[..., Any], args: tuple) -> None:
+        self.handler = handler
+        self.args = args
+
+    def fire(self, arg: Any) -> None:
+        self.handler(*self.args)
+
+
 class TupleHeap:
-    """The interpreter's event heap: ``(time, seq, handler, args)`` tuples on a list, kept
+    """The interpreter's event heap: ``(time, seq, handler, arg)`` tuples on a list, kept
     in order by ``heapq`` (C code)."""
 
     def __init__(self) -> None:
-        self._items: list[tuple[int, int, Callable[..., Any], tuple]] = []
+        self._items: list[tuple[int, int, Handler, Any]] = []
 
     def __len__(self) -> int:
         return len(self._items)
@@ -90,13 +112,13 @@ class TupleHeap:
         """The time of the next event (the heap is not empty)."""
         return self._items[0][0]
 
-    def push(self, when: int, seq: int, handler: Callable[..., Any], args: tuple) -> None:
-        heapq.heappush(self._items, (when, seq, handler, args))
+    def push(self, when: int, seq: int, handler: Handler, arg: Any) -> None:
+        heapq.heappush(self._items, (when, seq, handler, arg))
 
-    def pop(self) -> tuple[Callable[..., Any], tuple]:
-        """The next event's handler and arguments, taken off the heap."""
-        _, _, handler, args = heapq.heappop(self._items)
-        return handler, args
+    def fire_next(self) -> None:
+        """Take the next event off the heap and run it."""
+        _, _, handler, arg = heapq.heappop(self._items)
+        handler.fire(arg)
 
 
 @cython.cfunc
@@ -138,13 +160,14 @@ def _before(keys, a: int, b: int) -> bool:
 class ArrayHeap:
     """The compiled build's event heap, with ``TupleHeap``'s order: integers only, each
     event's ``(time, seq, slot)`` in one array of 64-bit integers (a C array to the compiled
-    code, so the sift compares C integers); its handler and arguments wait in ``_calls`` at
-    its slot. ``_free[:capacity - size]`` are the slots not in use. Both arrays are typed
-    views to the compiled code."""
+    code, so the sift compares C integers); its handler and argument wait in ``_handlers``
+    and ``_args`` at its slot. ``_free[:capacity - size]`` are the slots not in use. Both
+    integer arrays are typed views to the compiled code."""
 
     def __init__(self) -> None:
         self._keys = array("q", bytes(24 * HEAP_START))
-        self._calls: list[tuple[Callable[..., Any], tuple] | None] = [None] * HEAP_START
+        self._handlers: list[Handler | None] = [None] * HEAP_START
+        self._args: list[Any] = [None] * HEAP_START
         self._free = array("q", range(HEAP_START))
         self._size = 0
 
@@ -159,12 +182,13 @@ class ArrayHeap:
     @cython.wraparound(False)
     @cython.locals(keys="long long[::1]", i=cython.Py_ssize_t, parent=cython.Py_ssize_t,
                    when=cython.longlong, seq=cython.longlong, slot=cython.longlong)
-    def push(self, when: int, seq: int, handler: Callable[..., Any], args: tuple) -> None:
+    def push(self, when: int, seq: int, handler: Handler, arg: Any) -> None:
         """Add an event whose ``seq`` is larger than any before it."""
-        if self._size == len(self._calls):
+        if self._size == len(self._handlers):
             self._grow()
-        slot = self._free[len(self._calls) - self._size - 1]
-        self._calls[slot] = (handler, args)
+        slot = self._free[len(self._handlers) - self._size - 1]
+        self._handlers[slot] = handler
+        self._args[slot] = arg
         keys, i = self._keys, self._size
         self._size = i + 1
         # sift up: the new event's sequence number is the largest, so it stops below any
@@ -180,11 +204,12 @@ class ArrayHeap:
     @cython.locals(bigger="long long[::1]")
     def _grow(self) -> None:
         """Twice the room (the heap is full): the heap copied over, the new slots free."""
-        capacity = len(self._calls)
+        capacity = len(self._handlers)
         bigger = array("q", bytes(48 * capacity))
         bigger[:3 * capacity] = self._keys[:3 * capacity]
         self._keys = bigger
-        self._calls.extend([None] * capacity)
+        self._handlers.extend([None] * capacity)
+        self._args.extend([None] * capacity)
         free = array("q", range(capacity, 2 * capacity))  # the new slots; none else is free
         free.extend(array("q", bytes(8 * capacity)))
         self._free = free
@@ -192,14 +217,14 @@ class ArrayHeap:
     @cython.boundscheck(False)
     @cython.wraparound(False)
     @cython.locals(keys="long long[::1]", i=cython.Py_ssize_t, child=cython.Py_ssize_t,
-                   size=cython.Py_ssize_t, first=cython.longlong)
-    def pop(self) -> tuple[Callable[..., Any], tuple]:
-        """The next event's handler and arguments, taken off the heap."""
+                   size=cython.Py_ssize_t, first=cython.longlong, handler=Handler)
+    def fire_next(self) -> None:
+        """Take the next event off the heap and run it."""
         keys = self._keys
         first = keys[2]
         size = self._size - 1
         self._size = size
-        self._free[len(self._calls) - size - 1] = first
+        self._free[len(self._handlers) - size - 1] = first
         # the last event (entry ``size``, past the heap now), sifted down from the top
         i = 0
         while True:
@@ -213,8 +238,10 @@ class ArrayHeap:
             _move(keys, i, child)
             i = child
         _move(keys, i, size)
-        call, self._calls[first] = self._calls[first], None
-        return call
+        # the slot is free again before the handler runs (it may schedule into it)
+        handler, self._handlers[first] = self._handlers[first], None
+        arg, self._args[first] = self._args[first], None
+        handler.fire(arg)
 
 
 class Engine:
@@ -241,18 +268,18 @@ class Engine:
 
     def at(self, when_ps: int, handler: Callable[..., Any], *args: Any) -> None:
         """Run ``handler(*args)`` at ``when_ps`` (at once if that is in the past)."""
-        self.later(max(when_ps, self.now_ps), handler, args)
+        self.later(max(when_ps, self.now_ps), Call(handler, args), None)
 
     def after(self, delay_ps: int, handler: Callable[..., Any], *args: Any) -> None:
-        self.later(self.now_ps + max(delay_ps, 0), handler, args)
+        self.later(self.now_ps + max(delay_ps, 0), Call(handler, args), None)
 
     @cython.locals(seq=cython.longlong)
-    def later(self, when_ps: int, handler: Callable[..., Any], args: tuple) -> None:
-        """``at`` for the per-frame path: ``when_ps`` is known not to be in the past and the
-        arguments come as a tuple (a wire's arrivals, a million a minute)."""
+    def later(self, when_ps: int, handler: Handler, arg: Any) -> None:
+        """The per-frame path's ``at``: ``handler.fire(arg)`` at ``when_ps``, which is known
+        not to be in the past (a wire's arrivals, a million a minute)."""
         seq = self._seq
         self._seq = seq + 1
-        self._heap.push(when_ps, seq, handler, args)
+        self._heap.push(when_ps, seq, handler, arg)
 
     def halt(self) -> None:
         """Make the running ``run`` return True once the event being handled is done: a
@@ -273,8 +300,7 @@ class Engine:
                     if when > until:
                         break
                     self.now_ps = when
-                    handler, args = heap.pop()
-                    handler(*args)
+                    heap.fire_next()
                     handled += 1
                     if self._halted:
                         return True

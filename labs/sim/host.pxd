@@ -1,13 +1,15 @@
 # Types for the compiled build (compiled.py): Cython compiles host.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
-from rocelab.labs.sim.engine cimport Engine
+from rocelab.labs.sim.engine cimport Engine, Handler
 from rocelab.labs.sim.link cimport Wire
 from rocelab.nic.core cimport Nic
 
-cdef class SimHost:
+cdef class SimHost(Handler):
     cdef public Engine engine
-    cdef public object name, config, macs, arp_retry_ps, nic_iface, _nic_wake, _waking
+    cdef public object name, config, macs, arp_retry_ps, nic_iface
     cdef public Nic nic
     cdef public dict wires, neighbours, _waiting, replies, _mine6, _groups6
-    cdef public long long _gen, seen
+    cdef public long long _gen, seen, _wake_at
+    cdef public bint _wake_armed
     cpdef kick(self)
+    cpdef fire(self, gen)

@@ -28,7 +28,7 @@ from ...fabric.model.frames import (ALL_NODES6, ARP_REPLY, ARP_REQUEST, BROADCAS
                                     neighbor_advertisement, neighbor_solicitation, parse_arp,
                                     parse_ndp, solicited_node6)
 from ..records import HOST_TTL
-from .engine import Engine, to_ps
+from .engine import Engine, Handler, to_ps
 from .hostconfig import HostConfig, IPAddress, IPInterface
 from .link import Wire
 
@@ -46,8 +46,9 @@ class PingReply:
     at_ps: int
 
 
-class SimHost:
-    """One host: its interfaces' stack and, while flows run, its NIC."""
+class SimHost(Handler):
+    """One host: its interfaces' stack and, while flows run, its NIC, whose wake is the
+    host's event (``fire``)."""
 
     def __init__(self, engine: Engine, name: str, config: HostConfig, macs: dict[str, bytes],
                  time_scale: float) -> None:
@@ -73,9 +74,9 @@ class SimHost:
                                     *(multicast_mac6(solicited_node6(ip)) for ip in ips)}
         self.nic = None  # a nic.core.Nic while flows run (labs.runtimes.sim)
         self.nic_iface: str | None = None
-        self._nic_wake: tuple[int, int] | None = None  # (time, generation)
-        self._gen = 0
-        self._waking = self._wake  # the NIC's wake handler, bound once (one per frame sent)
+        self._wake_armed = False  # a NIC wake is pending, at _wake_at (ps)
+        self._wake_at = 0
+        self._gen = 0  # the pending wake's generation: older ones return at once
         self.seen = 0  # frames received
 
     @property
@@ -290,17 +291,17 @@ class SimHost:
         if at is None:
             return
         when = max(to_ps(at), engine.now_ps + 1)
-        if self._nic_wake is not None and self._nic_wake[0] <= when \
-                and self._nic_wake[0] > engine.now_ps:
+        if self._wake_armed and engine.now_ps < self._wake_at <= when:
             return
         self._gen += 1
-        self._nic_wake = (when, self._gen)
-        engine.later(when, self._waking, (self._gen,))  # after now: at's check is not needed
+        self._wake_armed, self._wake_at = True, when
+        engine.later(when, self, self._gen)  # after now: at's check is not needed
 
-    def _wake(self, gen: int) -> None:
-        if self._nic_wake is None or self._nic_wake[1] != gen:
+    def fire(self, gen: int) -> None:
+        """The NIC's wake."""
+        if not self._wake_armed or gen != self._gen:
             return
-        self._nic_wake = None
+        self._wake_armed = False
         if self.nic is not None:
             self.nic.poll(self.engine.seconds())
             self.kick()

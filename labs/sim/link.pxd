@@ -1,9 +1,9 @@
 # Types for the compiled build (compiled.py): Cython compiles link.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
-from rocelab.labs.sim.engine cimport Engine
+from rocelab.labs.sim.engine cimport Engine, Handler
 from rocelab.fabric.model.cable cimport Cable
 
-cdef class Wire:
+cdef class Wire(Handler):
     cdef public Engine engine
     cdef public object src, dst
     cdef public double rate_bps
@@ -14,5 +14,6 @@ cdef class Wire:
     cdef public long long frames
     cdef public double jitter_rate
     cdef public object rng
-    cdef public object last_arrival, _arrival
+    cdef public double last_arrival
     cpdef send(self, bytes frame)
+    cpdef fire(self, frame)

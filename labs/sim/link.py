@@ -21,16 +21,22 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+import cython
+
 from ...fabric.model.cable import Cable, propagation_s
-from .engine import PS, Engine
+from .engine import PS, Engine, Handler
+
+# the cable keeps ps as doubles, exact integers below this (a C double when compiled)
+EXACT_PS = cython.declare(cython.double, 2.0**53)
 
 End = tuple[str, str]  # (node, interface)
 # (the end that sees it, direction "out"|"in", time_ps, frame): one tap serves many wires
 Tap = Callable[[End, str, int, bytes], None]
 
 
-class Wire:
-    """Frames from one port to its peer, delivered to ``deliver(frame)``."""
+class Wire(Handler):
+    """Frames from one port to its peer, delivered to ``deliver(frame)``; a frame's arrival
+    is an event of the wire's (``fire``)."""
 
     def __init__(self, engine: Engine, rate_bps: float, delay_ps: int,
                  deliver: Callable[[bytes], None], jitter_ps: float = 0.0,
@@ -39,7 +45,7 @@ class Wire:
         self.engine = engine
         self.src, self.dst = ends  # the interface it leaves and the one it reaches
         self.rate_bps = rate_bps
-        self.cable = Cable(PS * 8 / rate_bps, delay_ps, round)
+        self.cable = Cable(PS * 8 / rate_bps, delay_ps, whole=True)
         self.deliver = deliver
         self.up = True
         self.tx_taps: list[Tap] = []  # as the sender transmits
@@ -50,24 +56,28 @@ class Wire:
         self.jitter_rate = 1 / jitter_ps if jitter_ps else 0.0  # expovariate's lambda
         self.rng = rng
         self.last_arrival = 0  # a frame never overtakes the one ahead of it
-        self._arrival = self._arrive  # the handler of every frame's arrival, bound once
 
+    @cython.locals(arrival=cython.double)
     def send(self, frame: bytes) -> None:
         engine = self.engine
         # the frame's own bytes, as the senders' pacing counts them (no preamble or gap)
-        start, arrival = self.cable.send(len(frame), engine.now_ps)
+        arrival = self.cable.send(len(frame), engine.now_ps)
         if not self.up:
             return
         self.frames += 1
         for tap in self.tx_taps:
-            tap(self.src, "out", start, frame)
+            tap(self.src, "out", int(self.cable.start), frame)
         if self.jitter_rate:
             arrival = max(self.last_arrival,
                           arrival + round(self.rng.expovariate(self.jitter_rate)))
             self.last_arrival = arrival
-        engine.later(arrival, self._arrival, (frame,))
+        if arrival >= EXACT_PS:
+            raise OverflowError(f"{self.src}: a frame arriving {arrival} ps after the start is "
+                                "past the exact range of the cable's clock")
+        engine.later(cython.cast(cython.longlong, arrival), self, frame)
 
-    def _arrive(self, frame: bytes) -> None:
+    def fire(self, frame: bytes) -> None:
+        """``frame`` arrives at the far end."""
         if not self.up:
             return
         for tap in self.rx_taps:

@@ -1,16 +1,24 @@
 # Types for the compiled build (compiled.py): Cython compiles switch.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
 from rocelab.fabric.model.forwarding cimport Forwarding
-from rocelab.labs.sim.engine cimport Engine
+from rocelab.labs.sim.engine cimport Engine, Handler
 from rocelab.labs.sim.link cimport Wire
 
 cdef class SimSwitch:
     cdef public Engine engine
     cdef public Forwarding switch
-    cdef public object name, ifaces, trace, _tick_at, _waking
-    cdef public dict wires, _armed
-    cdef public long long _gen, _tick_gen, _trace_gen, _events, _sampled_events
+    cdef public object name, ifaces, trace, _tick_at
+    cdef public dict wires, _wakes
+    cdef public long long _tick_gen, _trace_gen, _events, _sampled_events
     cdef public bint _sampling
     cpdef _send(self, list out)
     cpdef _arm(self, ports)
+    cpdef _wake(self, port)
     cpdef _arm_tick(self)
+
+cdef class PortWake(Handler):
+    cdef public SimSwitch shell
+    cdef public object port
+    cdef public bint armed
+    cdef public long long at, gen
+    cpdef fire(self, gen)

@@ -3,7 +3,7 @@ agent drives it (``fabric/agent.py``), with wires instead of sockets and the eng
 
 - a frame arrives: ``receive``; what it returns (PFC, frames that cut through) goes on the
   wire now; a port it left backlogged gets a wake at its ``next_send_time``;
-- a port's wake: one ``dequeue``, then ``take_control`` (XON), and a new
+- a port's wake (``PortWake``): one ``dequeue``, then ``take_control`` (XON), and a new
   wake if the port is still backlogged (one pending wake per port: a generation number makes
   older ones return at once);
 - timers: ``tick`` exactly when ``Switch.next_timer`` says (a PFC refresh at half the pause,
@@ -21,8 +21,25 @@ import cython
 from ...fabric.trace import Trace
 from ...fabric.client import fidelity
 from ...fabric.model.switch import Switch
-from .engine import Engine, to_ps
+from .engine import Engine, Handler, to_ps
 from .link import Wire
+
+
+class PortWake(Handler):
+    """One port's pending wake: when it comes and its generation (an event of an older
+    generation was superseded by an earlier wake and returns at once)."""
+
+    def __init__(self, shell: SimSwitch, port: str) -> None:
+        self.shell = shell
+        self.port = port
+        self.armed = False
+        self.at = 0  # ps, while armed
+        self.gen = 0
+
+    def fire(self, gen: int) -> None:
+        if self.armed and gen == self.gen:
+            self.armed = False
+            self.shell._wake(self.port)
 
 
 class SimSwitch:
@@ -33,9 +50,7 @@ class SimSwitch:
         self.switch = switch
         self.ifaces = ifaces  # SONiC port -> the clab interface it is wired as
         self.wires: dict[str, Wire] = {}  # SONiC port -> its outgoing wire
-        self._armed: dict[str, tuple[int, int]] = {}  # port -> (wake time, generation)
-        self._gen = 0
-        self._waking = self._wake  # a port's wake handler, bound once (one per frame queued)
+        self._wakes: dict[str, PortWake] = {}  # port -> its wake, made at its first
         self._tick_at: int | None = None  # when the pending tick runs (ps); None: none
         self._tick_gen = 0
         self.trace: Trace | None = None
@@ -69,27 +84,29 @@ class SimSwitch:
             wire = wires[port]
             wire.send(frame)
 
+    @cython.locals(wake=PortWake, when=cython.longlong)
     def _arm(self, ports) -> None:
         """A wake for each of ``ports`` that has frames queued, at its next send time,
         unless one is armed at or before it."""
-        switch, armed = self.switch, self._armed
+        switch, wakes = self.switch, self._wakes
         for port in ports:
             at = switch.next_send_time(port)
             if at is None:
                 continue
             when = to_ps(at)
-            current = armed.get(port)
-            if current is not None and current[0] <= when:
+            wake = wakes.get(port)
+            if wake is None:
+                wake = wakes[port] = PortWake(self, port)
+            elif wake.armed and wake.at <= when:
                 continue
-            self._gen += 1
-            armed[port] = (when, self._gen)
-            self.engine.later(max(when, self.engine.now_ps), self._waking, (port, self._gen))
+            wake.armed = True
+            wake.at = when
+            wake.gen += 1
+            self.engine.later(max(when, self.engine.now_ps), wake, wake.gen)
 
     @cython.locals(wire=Wire)
-    def _wake(self, port: str, gen: int) -> None:
-        if self._armed.get(port, (0, -1))[1] != gen:
-            return  # superseded by an earlier wake
-        del self._armed[port]
+    def _wake(self, port: str) -> None:
+        """``port``'s wake (``PortWake``): it may send a frame."""
         if self.trace is not None:
             self._activity()
         # one frame per wake: a paced port's wire is busy until that frame has left, so a

@@ -18,17 +18,22 @@ def test_propagation_is_five_ns_a_metre_stretched_by_s():
 
 def test_frames_serialise_one_after_another_and_arrive_last_bit_first():
     cable = Cable(8 / RATE, 5e-6)
-    assert cable.send(100, 0.0) == pytest.approx((0.0, 105e-6))
+    assert cable.send(100, 0.0) == pytest.approx(105e-6)
+    assert cable.start == 0.0
     # offered while the first is on the wire: it waits for it
-    assert cable.send(10, 50e-6) == pytest.approx((100e-6, 115e-6))
+    assert cable.send(10, 50e-6) == pytest.approx(115e-6)
+    assert cable.start == pytest.approx(100e-6)
     # offered after the wire went idle: it starts at once
-    assert cable.send(10, 1e-3) == pytest.approx((1e-3, 1e-3 + 15e-6))
+    assert cable.send(10, 1e-3) == pytest.approx(1e-3 + 15e-6)
+    assert cable.start == 1e-3
 
 
-def test_integer_time_rounds_each_frame():
-    cable = Cable(2.5, 7, round)  # picoseconds a byte, as the simulator keeps them
-    assert cable.send(3, 0) == (0, 8 + 7)  # 7.5 rounds to 8 (to even)
-    assert cable.send(1, 0) == (8, 10 + 7)
+def test_whole_time_rounds_each_frame_halves_to_even():
+    cable = Cable(2.5, 7, whole=True)  # picoseconds a byte, as the simulator keeps them
+    assert cable.send(3, 0) == 8 + 7  # 7.5 rounds to 8
+    assert cable.start == 0
+    assert cable.send(1, 0) == 10 + 7  # behind it; 2.5 rounds to 2, not 3
+    assert cable.start == 8
 
 
 def test_delay_line_releases_frames_in_order_when_they_have_arrived():

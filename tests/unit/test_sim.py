@@ -16,7 +16,7 @@ from rocelab.labs import topology
 from rocelab.labs.runtimes import sim
 from rocelab.labs.errors import LabError
 from rocelab.labs.sim.engine import (GC_YOUNG_THRESHOLD, HEAP_START, PS, ArrayHeap, Engine,
-                                     TupleHeap, to_ps)
+                                     Handler, TupleHeap, to_ps)
 from rocelab.labs.sim.hostconfig import SimError, host_config
 from rocelab.labs.sim.link import Wire, cable_delay_ps
 from tests.conftest import TOPOLOGIES
@@ -86,15 +86,25 @@ def test_both_heaps_give_the_earliest_event_then_the_first_scheduled(heap_type):
     heap, rand, holds = heap_type(), random.Random(11), []
     now = 0
 
+    class Seen(Handler):
+        def __init__(self) -> None:
+            self.fired: list[tuple[int, int]] = []
+
+        def fire(self, arg: tuple[int, int]) -> None:
+            self.fired.append(arg)
+
+    seen = Seen()
+
     def pop() -> None:
         least = min(holds)
         assert heap.earliest() == least[0]
-        assert heap.pop() == (print, least)
+        heap.fire_next()
+        assert seen.fired[-1] == least
         holds.remove(least)
 
     for seq in range(4 * HEAP_START):
         when = now + rand.choice((0, 0, 1, rand.randrange(300)))
-        heap.push(when, seq, print, (when, seq))
+        heap.push(when, seq, seen, (when, seq))
         holds.append((when, seq))
         if rand.random() < 0.3:
             now = min(holds)[0]
