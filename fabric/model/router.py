@@ -40,7 +40,7 @@ from .ecmp import PROTO_BYTE, packet_flow_hash
 from .frames import (ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4,
                      ICMP_ECHO_REQUEST, ICMP_ERROR_TYPES, ICMP_TIME_EXCEEDED, IPPROTO_ICMP,
                      IPPROTO_TCP, IPPROTO_UDP, ZERO_MAC, arp_packet, icmp_echo_reply,
-                     icmp_error, ipv4_packet, parse_arp, ttl_decrement)
+                     icmp_error, ipv4_packet, parse_arp, routed_ipv4)
 from .interfaces import MASKS
 from .neighbors import ARP_RETRY_S, ARP_TRIES
 from .ports import PortState
@@ -117,7 +117,7 @@ class Router(RouterBase):
 
     @cython.locals(frame=bytes, off=cython.Py_ssize_t, size=cython.Py_ssize_t,
                    ihl=cython.Py_ssize_t, total=cython.Py_ssize_t, vihl=cython.int,
-                   frag=cython.int, ttl=cython.int, proto=cython.int, csum=cython.int,
+                   frag=cython.int, ttl=cython.int, proto=cython.int,
                    port=PortState, l2=bytes)
     def ipv4_in(self, iface: L3Interface, ingress: PortState, frame: bytes, off: int,
                 prio: int, cls: tuple, out: list, now: float) -> str:
@@ -131,7 +131,6 @@ class Router(RouterBase):
         vihl, tos, ttl, proto = frame[off], frame[off + 1], frame[off + 8], frame[off + 9]
         total = frame[off + 2] << 8 | frame[off + 3]
         frag = frame[off + 6] << 8 | frame[off + 7]
-        csum = frame[off + 10] << 8 | frame[off + 11]
         src = (cython.cast(cython.longlong, frame[off + 12]) << 24 | frame[off + 13] << 16
                | frame[off + 14] << 8 | frame[off + 15])
         dst = (cython.cast(cython.longlong, frame[off + 16]) << 24 | frame[off + 17] << 16
@@ -161,14 +160,12 @@ class Router(RouterBase):
             port = nh.port
             if total > port.mtu:
                 return MTU_EXCEEDED
-            routed = b"".join((l2, frame[off:off + 8], ttl_decrement(csum, ttl, proto),
-                               frame[off + 12:off + total]))
+            routed = routed_ipv4(l2, frame, off, total)
             if total < 46:  # the ingress frame's Ethernet padding was not carried over
                 routed += bytes(46 - total)
             out.append((port, routed, cls))
             return FORWARDED
-        packet = b"".join((frame[off:off + 8], ttl_decrement(csum, ttl, proto),
-                           frame[off + 12:off + total]))
+        packet = routed_ipv4(b"", frame, off, total)
         return self._send_ip(nh, packet, prio, cls, ingress.counters, out, now)
 
     def _local_in(self, frame: bytes, off: int, ihl: int, total: int, frag: int, proto: int,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 import struct
 
+import pytest
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
@@ -38,6 +39,27 @@ def test_ipv4_builder_matches_scapy():
     reference = bytes(IP(src="10.1.1.11", dst="10.1.2.13", proto=17, ttl=17, tos=0x6A, id=7,
                          flags=0) / Raw(b"x" * 30))
     assert packet == reference
+
+
+def test_a_routed_packet_is_the_header_then_the_packet_with_its_ttl_decremented():
+    """``routed_ipv4`` (one copy when compiled) gives what the slices and ``ttl_decrement``
+    give, whatever the bytes, lengths and head; what cannot be routed is refused."""
+    rng = random.Random(3)
+    for _ in range(2000):
+        head = rng.choice((b"", rng.randbytes(14)))
+        off = rng.choice((0, 14, 18))
+        frame = rng.randbytes(off + rng.randrange(20, 300))
+        frame = frame[:off + 8] + bytes([rng.randrange(1, 256)]) + frame[off + 9:]
+        total = rng.randrange(20, len(frame) - off + 1)
+        csum, ttl, proto = frame[off + 10] << 8 | frame[off + 11], frame[off + 8], frame[off + 9]
+        assert f.routed_ipv4(head, frame, off, total) == (
+            head + frame[off:off + 8] + f.ttl_decrement(csum, ttl, proto)
+            + frame[off + 12:off + total])
+    packet = bytes(8) + b"\x40" + bytes(11)
+    for frame, off, total in ((packet, 0, 21), (packet, 1, 20), (packet, 0, 19),
+                              (bytes(20), 0, 20)):  # too long, too short, TTL 0
+        with pytest.raises(ValueError, match="no routable IPv4 packet"):
+            f.routed_ipv4(b"", frame, off, total)
 
 
 def test_rfc1624_ttl_decrement_equals_full_recompute():
