@@ -484,8 +484,7 @@ class Nic:
         series = flow.rate_series
         if len(series) >= 2 * self.max_rate_points or flow.rc.done:
             return False
-        series.append(now)
-        series.append(flow.rate(now))
+        flow.add_rate_point(now, flow.rate(now))
         return len(series) < 2 * self.max_rate_points
 
     # --- results -------------------------------------------------------------------------

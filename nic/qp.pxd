@@ -1,4 +1,4 @@
-
+from cpython cimport array as c_array
 from rocelab.nic.dcqcn cimport NotificationPoint, ReactionPoint
 from rocelab.nic.rc cimport Requester, Responder
 
@@ -20,10 +20,13 @@ cdef class SendFlow:
     cdef public object started
     cdef public object finished
     cdef public long long cnps
-    cdef public object rate_series
+    cdef public c_array.array rate_series
     cdef public long long queued
     cdef public object rc_timer
     cdef public object rp_timer
+    cpdef add_rate_point(self, double at, double rate)
+    cpdef double rate(self, double now)
+    cpdef bint retime(self, double now)
 
 cdef class ReceiveFlow:
     cdef public object name

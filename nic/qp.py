@@ -9,6 +9,8 @@ import statistics
 from array import array
 from dataclasses import dataclass, field
 
+import cython
+
 from . import codec
 from .dcqcn import NotificationPoint, ReactionPoint
 from .rc import Requester, Responder
@@ -48,6 +50,18 @@ class SendFlow:
         """The rate series as (time, rate) pairs."""
         series = self.rate_series
         return list(zip(series[::2], series[1::2]))
+
+    def add_rate_point(self, at: float, rate: float) -> None:
+        """``(at, rate)`` onto the rate series: compiled, copied into the array's buffer in
+        C, where ``append`` is a method looked up by name (millions of points a run)."""
+        if not cython.compiled:
+            self.rate_series.append(at)
+            self.rate_series.append(rate)
+            return
+        c_array.extend_buffer(self.rate_series, cython.cast(cython.p_char, cython.address(at)),
+                              1)
+        c_array.extend_buffer(self.rate_series,
+                              cython.cast(cython.p_char, cython.address(rate)), 1)
 
     def rate(self, now: float) -> float:
         return self.line_bps if self.rp is None else self.rp.rate(now)
