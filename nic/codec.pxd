@@ -1,7 +1,14 @@
 # Types for the compiled build (compiled.py): Cython compiles codec.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
 cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.string cimport memcpy, memset
 from rocelab.nic.roce cimport bth_crc
+
+cdef extern from "zlib.h":
+    # zlib's own, linked by scripts/compile.py: Python's zlib.crc32 without the call
+    unsigned long zlib_crc32 "crc32"(unsigned long crc, const unsigned char *buf,
+                                     unsigned int length) nogil
 
 cdef class Incoming:
     cdef readonly bytes src_ip
@@ -19,14 +26,21 @@ cdef class Headers:
     cpdef bytes for_transport(self, Py_ssize_t length)
 
 cpdef bytes _zeros(Py_ssize_t n)
-cdef list _ZERO_RUN_TABLES, _ZERO_RUN_CONSTANTS
+cdef Py_ssize_t ETH_LEN, BTH_LEN, ICRC_LEN, HEADERS_LEN  # C constants to the per-frame code
+cdef bytes EXTENSION_LEN
+cdef unsigned int PKEY_DEFAULT
+cdef const unsigned int[::1] _ZERO_RUN_TABLES, _ZERO_RUN_CONSTANTS
 cpdef unsigned int crc32_zeros(Py_ssize_t n, unsigned int crc)
-@cython.locals(pad=Py_ssize_t, transport_len=Py_ssize_t)
+@cython.locals(pad=Py_ssize_t, transport_len=Py_ssize_t, head=bytes, seed="unsigned int",
+               size=Py_ssize_t, at="unsigned char *", bth="unsigned char *",
+               icrc="unsigned char *", qp_word="unsigned int", psn_word="unsigned int",
+               crc="unsigned int")
 cpdef bytes _frame(Headers headers, long long opcode, long long dqpn, long long psn, bytes ext,
                    Py_ssize_t payload, long long ackreq, long long becn)
 @cython.locals(total=Py_ssize_t)
 cpdef parse(bytes frame)
 cpdef _parse6(bytes frame)
-@cython.locals(opcode=int, flags=int, qp_word=cython.longlong, psn_word=cython.longlong,
-               ext=Py_ssize_t, payload=Py_ssize_t)
+@cython.locals(ethertype=int)
+cpdef parse(bytes frame)
+@cython.locals(opcode=int, at=Py_ssize_t, payload=Py_ssize_t)
 cpdef _transport(bytes frame, Py_ssize_t bth_at, Py_ssize_t udp_len, bytes src_ip, long long ecn)

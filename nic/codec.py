@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from array import array
 from dataclasses import dataclass
 from zlib import crc32
 
@@ -28,8 +29,8 @@ BTH = struct.Struct("!BBHII")
 RETH = struct.Struct("!QII")
 AETH = struct.Struct("!I")
 ETH_LEN, BTH_LEN = ETH.size, BTH.size
-# the per-frame calls, bound once: compiled, ``BTH.pack`` would look ``pack`` up by name
-_pack_bth, _unpack_bth, _unpack_aeth = BTH.pack, BTH.unpack_from, AETH.unpack_from
+# the interpreted frame's packers, bound once
+_pack_bth = BTH.pack
 _pack_icrc = struct.Struct("<I").pack  # the ICRC goes on the wire little-endian
 HEADERS_LEN = ETH.size + IPV4.size + UDP.size
 BTH_AT = HEADERS_LEN
@@ -114,11 +115,12 @@ _ZEROS: dict[int, bytes] = {}
 # 256-entry tables hold L of each byte of c; a run of n bytes takes a step per bit set in
 # n. A 4 KiB payload is then one step of four lookups, where zlib reads 4 KiB per frame.
 ZERO_RUN_STEPS = 14  # runs below 2**14 bytes, past any MTU; longer ones are read (zlib)
-_ZERO_RUN_TABLES: list[int] = []  # step k's four tables at 1024 * k
-_ZERO_RUN_CONSTANTS: list[int] = []  # step k: crc32(bytes(2**k), 0)
 
 
-def _zero_run_tables() -> None:
+def _zero_run_tables() -> tuple[array, array]:
+    """Step k's four tables at 1024 * k, and step k's constant, crc32(bytes(2**k), 0); 32-bit
+    unsigned arrays, C arrays to the compiled code."""
+    tables, constants = array("I"), array("I")
     for k in range(ZERO_RUN_STEPS):
         run = bytes(1 << k)
         constant = crc32(run)
@@ -128,14 +130,18 @@ def _zero_run_tables() -> None:
             for value in range(1, 256):  # L is linear: L(value) = L(value - low bit) ^ ...
                 low = value & -value
                 table[value] = table[value ^ low] ^ bits[8 * byte + low.bit_length() - 1]
-            _ZERO_RUN_TABLES.extend(table)
-        _ZERO_RUN_CONSTANTS.append(constant)
+            tables.extend(table)
+        constants.append(constant)
+    return tables, constants
 
 
-_zero_run_tables()
+_ZERO_RUN_TABLES, _ZERO_RUN_CONSTANTS = _zero_run_tables()
 
 
-@cython.locals(k=cython.Py_ssize_t, at=cython.Py_ssize_t, c=cython.uint)
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.locals(k=cython.Py_ssize_t, at=cython.Py_ssize_t, c=cython.uint,
+               tables="const unsigned int[::1]")
 def crc32_zeros(n: int, crc: int) -> int:
     """``zlib.crc32(bytes(n), crc)``, in a few table lookups (above)."""
     if n >= 1 << ZERO_RUN_STEPS:
@@ -154,16 +160,38 @@ def crc32_zeros(n: int, crc: int) -> int:
 
 def _frame(headers: Headers, opcode: int, dqpn: int, psn: int, ext: bytes, payload: int,
            ackreq: bool, becn: bool) -> bytes:
-    """The frame in one join, its ICRC continued from the CRC its headers share with every
-    frame of this length (``roce.icrc`` gives the same, parsing the frame first)."""
+    """The frame, its ICRC continued from the CRC its headers share with every frame of
+    this length (``roce.icrc`` gives the same, parsing the frame first). Interpreted, one
+    join; compiled, written in place into the new frame, the CRC by zlib's C function (the
+    interpreted way made some twenty objects and ten calls by name per frame)."""
     pad = -payload % 4
     transport_len = BTH_LEN + len(ext) + payload + pad + ICRC_LEN
-    bth = _pack_bth(opcode, pad << 4, PKEY_DEFAULT, becn << 30 | dqpn, ackreq << 31 | psn)
-    body = _zeros(payload + pad)
-    crc = crc32_zeros(payload + pad,
-                      crc32(ext, bth_crc(bth, headers.icrc_seed(transport_len))))
-    return b"".join((headers.for_transport(transport_len), bth, ext, body,
-                     _pack_icrc(crc)))
+    head = headers.for_transport(transport_len)
+    seed = headers.icrc_seed(transport_len)
+    if not cython.compiled:
+        bth = _pack_bth(opcode, pad << 4, PKEY_DEFAULT, becn << 30 | dqpn, ackreq << 31 | psn)
+        crc = crc32_zeros(payload + pad, crc32(ext, bth_crc(bth, seed)))
+        return b"".join((head, bth, ext, _zeros(payload + pad), _pack_icrc(crc)))
+    size = len(head)
+    out = PyBytes_FromStringAndSize(cython.NULL, size + transport_len)
+    at = cython.cast(cython.p_uchar, PyBytes_AS_STRING(out))
+    memcpy(at, PyBytes_AS_STRING(head), size)
+    bth = at + size
+    qp_word = becn << 30 | dqpn
+    psn_word = ackreq << 31 | psn
+    bth[0], bth[1], bth[2], bth[3] = opcode, pad << 4, PKEY_DEFAULT >> 8, PKEY_DEFAULT & 0xFF
+    bth[4], bth[5], bth[6], bth[7] = qp_word >> 24, qp_word >> 16, qp_word >> 8, qp_word
+    bth[8], bth[9], bth[10], bth[11] = psn_word >> 24, psn_word >> 16, psn_word >> 8, psn_word
+    memcpy(bth + BTH_LEN, PyBytes_AS_STRING(ext), len(ext))
+    memset(bth + BTH_LEN + len(ext), 0, payload + pad)
+    # BTH with its resv8a byte masked (``roce.bth_crc``), the extension, then the zeros
+    crc = zlib_crc32(seed, bth, 4)
+    crc = zlib_crc32(crc, cython.cast(cython.p_uchar, b"\xff"), 1)
+    crc = zlib_crc32(crc, bth + 5, BTH_LEN - 5 + len(ext))
+    crc = crc32_zeros(payload + pad, crc)
+    icrc = bth + transport_len - ICRC_LEN  # least significant byte first
+    icrc[0], icrc[1], icrc[2], icrc[3] = crc, crc >> 8, crc >> 16, crc >> 24
+    return out
 
 
 def data_frame(headers: Headers, dqpn: int, psn: int, opcode: int, payload: int, *,
@@ -186,9 +214,11 @@ def cnp_frame(headers: Headers, dqpn: int) -> bytes:
     return _frame(headers, CNP_OPCODE, dqpn, 0, bytes(CNP_PADDING), 0, False, True)
 
 
-# bytes between the BTH and the payload, by opcode: RETH, AETH, the CNP's reserved bytes
+# bytes between the BTH and the payload, by opcode: RETH, AETH, the CNP's reserved bytes;
+# as one byte per opcode (0: none), what a received frame's opcode indexes
 EXTENSION = {**dict.fromkeys(RETH_OPCODES, RETH.size), ACK_OPCODE: AETH.size,
              CNP_OPCODE: CNP_PADDING}
+EXTENSION_LEN = bytes(EXTENSION.get(opcode, 0) for opcode in range(256))
 
 
 @dataclass(frozen=True)
@@ -209,10 +239,13 @@ def parse(frame: bytes) -> Incoming | None:
     """Decode an untagged IPv4 or IPv6 RoCEv2 frame (what hosts receive on access ports);
     None for anything else (IPv6 extension headers included). The ICRC is not checked
     here: the switch in between does not corrupt frames, and checks verify ICRCs on
-    captures."""
-    if frame[12:14] == b"\x86\xdd":
+    captures. Fields are read a byte at a time: compiled, C reads of the frame."""
+    if len(frame) < ETH_LEN:
+        return None
+    ethertype = frame[12] << 8 | frame[13]
+    if ethertype == ETH_P_IPV6:
         return _parse6(frame)
-    if len(frame) < HEADERS_LEN + BTH_LEN + ICRC_LEN or frame[12:14] != b"\x08\x00" \
+    if len(frame) < HEADERS_LEN + BTH_LEN + ICRC_LEN or ethertype != ETH_P_IPV4 \
             or frame[14] != 0x45 or frame[23] != 17 \
             or frame[36] << 8 | frame[37] != ROCE_V2_PORT:
         return None
@@ -234,10 +267,16 @@ def _parse6(frame: bytes) -> Incoming | None:
 
 def _transport(frame: bytes, bth_at: int, udp_len: int, src_ip: bytes, ecn: int) -> Incoming:
     """BTH onwards, the IP layer read: ``udp_len`` counts the UDP header and everything
-    after it."""
-    opcode, flags, _, qp_word, psn_word = _unpack_bth(frame, bth_at)
-    ext = EXTENSION[opcode] if opcode in EXTENSION else 0
-    payload = udp_len - 8 - BTH_LEN - ext - ICRC_LEN - (flags >> 4 & 3)
-    aeth = _unpack_aeth(frame, bth_at + BTH_LEN)[0] if opcode == ACK_OPCODE else None
-    return Incoming(src_ip, ecn, opcode, qp_word & 0xFFFFFF, psn_word & 0xFFFFFF,
-                    bool(psn_word >> 31), payload, aeth)
+    after it (``parse`` has checked that the BTH and four bytes after it are there)."""
+    opcode = frame[bth_at]
+    payload = (udp_len - 8 - BTH_LEN - EXTENSION_LEN[opcode] - ICRC_LEN
+               - (frame[bth_at + 1] >> 4 & 3))  # the pad count
+    aeth = None
+    if opcode == ACK_OPCODE:
+        at = bth_at + BTH_LEN
+        aeth = (cython.cast(cython.longlong, frame[at]) << 24 | frame[at + 1] << 16
+                | frame[at + 2] << 8 | frame[at + 3])
+    return Incoming(src_ip, ecn, opcode,
+                    frame[bth_at + 5] << 16 | frame[bth_at + 6] << 8 | frame[bth_at + 7],
+                    frame[bth_at + 9] << 16 | frame[bth_at + 10] << 8 | frame[bth_at + 11],
+                    frame[bth_at + 8] >> 7 == 1, payload, aeth)

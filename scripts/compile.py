@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# C libraries a module calls directly (the codec: zlib's crc32, Python's own zlib underneath)
+LIBRARIES = {"rocelab.nic.codec": ["z"]}
 
 
 def missing_tools() -> str | None:
@@ -30,6 +32,8 @@ def missing_tools() -> str | None:
         return "no C compiler (cc)"
     if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
         return "no Python headers (python3-dev)"
+    if not (Path(sysconfig.get_config_var("INCLUDEDIR") or "/usr/include") / "zlib.h").exists():
+        return "no zlib headers (zlib1g-dev)"
     return None
 
 
@@ -53,6 +57,9 @@ def build() -> None:
                                compiler_directives={"language_level": 3,
                                                     "annotation_typing": False,
                                                     "binding": True})
+        for extension in extensions:
+            if extension.name in LIBRARIES:
+                extension.libraries.extend(LIBRARIES[extension.name])
         out = Path(tmp) / "out"
         setup(name="rocelab-compiled", ext_modules=extensions,
               script_args=["-q", "build_ext", "--build-lib", str(out), "--build-temp",

@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 
 # frr: zebra + bgpd for BGP labs (BGP_NEIGHBOR); Debian installs it without starting anything
 PACKAGES=(iproute2 iputils-ping ethtool procps tcpdump tshark iperf3 python3-venv python3-pip frr)
-# the compiled build (compiled.py), made below: installed as root, else rocelab runs pure
-BUILD_PACKAGES=(gcc python3-dev)
+# the compiled build (compiled.py), made below: installed as root, else rocelab runs pure;
+# the codec links zlib (scripts/compile.py)
+BUILD_PACKAGES=(gcc python3-dev zlib1g-dev)
 
 wanted=("${PACKAGES[@]}")
 if [ "$(id -u)" -eq 0 ]; then
