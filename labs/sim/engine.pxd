@@ -26,4 +26,4 @@ cdef class Engine:
     cpdef later(self, long long when_ps, Handler handler, arg)
     cpdef double seconds(self)
 
-cpdef object to_ps(double seconds)
+cpdef long long to_ps(double seconds) except? -1

@@ -1,6 +1,6 @@
 # Types for the compiled build (compiled.py): Cython compiles host.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
-from rocelab.labs.sim.engine cimport Engine, Handler
+from rocelab.labs.sim.engine cimport Engine, Handler, to_ps
 from rocelab.labs.sim.link cimport Wire
 from rocelab.nic.core cimport Nic
 

@@ -1,7 +1,7 @@
 # Types for the compiled build (compiled.py): Cython compiles switch.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
 from rocelab.fabric.model.forwarding cimport Forwarding
-from rocelab.labs.sim.engine cimport Engine, Handler
+from rocelab.labs.sim.engine cimport Engine, Handler, to_ps
 from rocelab.labs.sim.link cimport Wire
 
 cdef class SimSwitch:
