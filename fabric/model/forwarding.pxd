@@ -22,7 +22,7 @@ cdef class Forwarding:
     cdef public Router6 _router6
     cdef public bytes router_mac
     cdef public dict _ports, _backlogged
-    cdef public set _touched, _moved
+    cdef public set _touched, _moved, _spare_touched
     cdef public list _control, _refreshes
     cdef public bint _paced, _refresh_moved, _timers_moved
     cpdef list receive(self, port, frame, now)

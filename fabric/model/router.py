@@ -37,15 +37,21 @@ from .counters import (ARP_NOT_FOR_US, ARP_QUEUE_FULL, ARP_UNRESOLVED, FORWARDED
                        IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED, NON_IP_TO_ROUTER, TO_CPU,
                        TTL_EXPIRED)
 from .ecmp import PROTO_BYTE, packet_flow_hash
+from . import frames
 from .frames import (ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4,
                      ICMP_ECHO_REQUEST, ICMP_ERROR_TYPES, ICMP_TIME_EXCEEDED, IPPROTO_ICMP,
-                     IPPROTO_TCP, IPPROTO_UDP, ZERO_MAC, arp_packet, icmp_echo_reply,
-                     icmp_error, ipv4_packet, parse_arp, routed_ipv4)
+                     ZERO_MAC, arp_packet, icmp_echo_reply, icmp_error, ipv4_packet,
+                     parse_arp, routed_ipv4)
 from .interfaces import MASKS
 from .neighbors import ARP_RETRY_S, ARP_TRIES
 from .ports import PortState
 from .router_base import RouterBase
 from .routes import Route
+
+# the protocols whose ports go into the ECMP hash, C ints when compiled (each comparison with
+# an imported name boxed the packet's field)
+IPPROTO_TCP = cython.declare(cython.int, frames.IPPROTO_TCP)
+IPPROTO_UDP = cython.declare(cython.int, frames.IPPROTO_UDP)
 
 if TYPE_CHECKING:
     from ..config import StaticRoute

@@ -35,10 +35,14 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import cython
+
 from ..config import Port, Qos
 from .counters import NUM_QUEUES
 from .frames import ETH_HEADER_LEN, VLAN_TAG_LEN
 from .pause import PauseState
+
+NEVER = cython.declare(cython.double, math.inf)  # no queue ready: a C double when compiled
 
 
 def wire_rate_bps(speed_mbps: int, time_scale: float) -> float:
@@ -254,7 +258,7 @@ class PortScheduler:
         """
         if not self.packets:
             return None
-        earliest = math.inf
+        earliest = NEVER
         for q in self.queues:
             if q.depth:
                 ready = q.head_at

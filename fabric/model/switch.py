@@ -125,6 +125,7 @@ class Switch(Forwarding, SwitchControl, SwitchTimers, SwitchReport):
         self._init_timers()
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
         self._touched: set[str] = set()  # ports whose send schedule may have moved earlier
+        self._spare_touched: set[str] = set()  # what take_touched last gave, reused
         # ports whose sampled state (queues, PGs, XOFF, pauses received) may have moved since
         # the last ``sample_moved``, and those it found paused (their pause counts down)
         self._moved: set[str] = set()
