@@ -24,6 +24,7 @@ cdef class Requester:
     cdef public long long total, posted, una, nxt, sent_high, retries
     cdef public object op, rto_s, deadline, failed
     cdef public dict first_sent
+    cdef public tuple opcodes
     cdef public RequesterStats stats
     # called per frame by the NIC (nic/core.pxd)
     cpdef post(self, messages)
@@ -32,7 +33,7 @@ cdef class Requester:
     cpdef bint can_send(self)
     @cython.locals(index=cython.longlong, message=cython.longlong, part_index=cython.longlong,
                    offset=cython.longlong, payload=cython.longlong, last=cython.bint,
-                   retransmit=cython.bint)
+                   retransmit=cython.bint, part=Py_ssize_t)
     cpdef next_segment(self, now)
     cpdef on_ack(self, psn, now)
     cpdef on_nak(self, psn, now)

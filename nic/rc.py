@@ -89,6 +89,8 @@ class Requester:
         self.window, self.rto_s, self.retry_limit = window, rto_s, retry_limit
         self.start_psn = start_psn % PSN_MODULO
         self.per_message = max(1, math.ceil(size / mtu))
+        # a packet's opcode by its place in a message: only, first, middle, last
+        self.opcodes = tuple(OPCODES[op, part] for part in ("only", "first", "middle", "last"))
         self.total = self.per_message * count  # packets in the whole flow
         self.posted = count if posted is None else min(posted, count)
         self.una = 0  # index of the oldest unacknowledged packet
@@ -130,14 +132,15 @@ class Requester:
         if not self.can_send():
             return None
         index = self.nxt
-        message, part_index = divmod(index, self.per_message)
+        message = index // self.per_message
+        part_index = index - message * self.per_message
         offset = part_index * self.mtu
         payload = min(self.mtu, self.size - offset)
         last = part_index == self.per_message - 1
-        part = ("only" if self.per_message == 1 else "first" if part_index == 0
-                else "last" if last else "middle")
+        part = 0 if self.per_message == 1 else 1 if part_index == 0 else 3 if last else 2
         retransmit = index < self.sent_high
-        self.first_sent.setdefault(message, now)
+        if not part_index:  # its first packet: a message's parts go out in order
+            self.first_sent.setdefault(message, now)
         self.nxt += 1
         self.sent_high = max(self.sent_high, self.nxt)
         stats = self.stats
@@ -146,7 +149,7 @@ class Requester:
         stats.retransmitted += retransmit
         if self.deadline is None:
             self.deadline = now + self.rto_s
-        return Segment(self.psn_of(index), OPCODES[self.op, part], payload,
+        return Segment(self.psn_of(index), self.opcodes[part], payload,
                        ackreq=last or self.nxt - self.una >= self.window, message=message,
                        offset=offset, message_bytes=self.size, retransmit=retransmit)
 

@@ -13,7 +13,7 @@ cdef class Lateness:
 cdef class _Queue:
     cdef public Py_ssize_t index
     cdef public bint strict
-    cdef public long long quantum, deficit, depth
+    cdef public long long quantum, deficit, depth, head_size
     cdef public double head_at
     cdef public object entries
     cdef public tuple priorities
@@ -38,7 +38,7 @@ cdef class PortScheduler:
     cpdef double _held_until(self, _Queue q)
     @cython.locals(q=_Queue, earliest=double, ready=double, held=double)
     cpdef object next_send_time(self)
-    @cython.locals(q=_Queue, start=double, enqueued=double)
+    @cython.locals(q=_Queue, start=double, enqueued=double, head=tuple)
     cpdef object dequeue(self, double now)
     cpdef bint _open(self, _Queue q, double now)
     @cython.locals(q=_Queue)

@@ -126,7 +126,7 @@ class Lateness:
 
 class _Queue:
     __slots__ = ("index", "strict", "quantum", "deficit", "entries", "depth", "head_at",
-                 "priorities")
+                 "head_size", "priorities")
 
     def __init__(self, index: int, strict: bool, quantum: int,
                  priorities: tuple[int, ...]) -> None:
@@ -137,6 +137,7 @@ class _Queue:
         self.entries: deque[tuple[bytes, Any, float]] = deque()  # (frame, meta, enqueued at)
         self.depth = 0  # bytes; a frame has some, so 0 is empty
         self.head_at = 0.0  # when the frame at the head was enqueued (while not empty)
+        self.head_size = 0  # its bytes: the DWRR pick reads them without touching the deque
         self.priorities = priorities  # the PFC priorities whose pause holds it
 
 
@@ -204,6 +205,7 @@ class PortScheduler:
         q.entries.append((frame, meta, now))
         if not q.depth:
             q.head_at = now
+            q.head_size = len(frame)
         q.depth += len(frame)
         if q.depth > self.depth_peak[queue]:
             self.depth_peak[queue] = q.depth
@@ -280,7 +282,9 @@ class PortScheduler:
         frame, meta, enqueued = q.entries.popleft()
         q.depth -= len(frame)
         if q.depth:
-            q.head_at = q.entries[0][2]
+            head = q.entries[0]
+            q.head_at = head[2]
+            q.head_size = len(head[0])
         self.packets -= 1
         start = max(self.free_at, enqueued, self._held_until(q))
         self.lateness.record(now - start)
@@ -323,10 +327,10 @@ class PortScheduler:
             if not self._visiting:
                 q.deficit += q.quantum
                 self._visiting = True
-            size = len(q.entries[0][0])
+            size = q.head_size
             if size <= q.deficit:
                 q.deficit -= size
-                if len(q.entries) == 1:
+                if q.depth == size:  # its only frame (every frame has bytes)
                     q.deficit = 0
                     self._advance()
                 return q
