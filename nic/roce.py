@@ -279,7 +279,11 @@ def ecn_of(frame: bytes) -> int | None:
 
 def mac_control(frame: bytes) -> tuple[int, dict[int, int]] | None:
     """A MAC Control frame, tagged or not, as the switch model reads it
-    (``fabric.model.frames.parse_mac_control``): (opcode, {priority: quanta}), or None."""
+    (``fabric.model.frames.parse_mac_control``): (opcode, {priority: quanta}), or None.
+    Asked of every frame a NIC receives: an untagged one of another type is answered from
+    its EtherType's two bytes."""
+    if len(frame) >= 14 and frame[12] != 0x88 and frame[12] != 0x81:  # 0x8808, 0x8100
+        return None
     l2 = _l2_header(frame)
     if l2 is None or l2[0] != ETH_P_MAC_CONTROL:
         return None
