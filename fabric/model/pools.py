@@ -4,11 +4,6 @@ egress queue draws on an egress pool or, on a ``both`` platform, on the ingress 
 both derive from ``Pool``, so the compiled queues read either in C."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .buffers import PgBuffer
-
 
 class Pool:
     """A BUFFER_POOL's shared bytes: its size, the bytes in use, the most ever in use."""
@@ -36,9 +31,10 @@ class SharedPool(Pool):
         self.headroom_size = headroom_size  # BUFFER_POOL xoff: 0 = headroom is private
         self.headroom_used = 0
         self.headroom_peak = 0
-        # the pool's PGs in XOFF (an ordered set): a release anywhere in the pool raises
-        # dynamic thresholds and may resume any of them
-        self.in_xoff: dict[PgBuffer, None] = {}
+        # the pool's PGs in XOFF (``buffers.PgBuffer``s, an ordered set): a release
+        # anywhere in the pool raises dynamic thresholds and may resume any of them (the
+        # PGs import this module, so it names their type only here)
+        self.in_xoff: dict[object, None] = {}
 
     def as_dict(self) -> dict:
         return {"size": self.size, "used": self.used, "free": self.free, "peak": self.peak,
