@@ -1,3 +1,4 @@
+cimport cython
 from cpython cimport array as c_array
 from rocelab.nic.dcqcn cimport NotificationPoint, ReactionPoint
 from rocelab.nic.rc cimport Requester, Responder
@@ -24,6 +25,7 @@ cdef class SendFlow:
     cdef public long long queued
     cdef public object rc_timer
     cdef public object rp_timer
+    @cython.locals(series=c_array.array)
     cpdef add_rate_point(self, double at, double rate)
     cpdef double rate(self, double now)
     cpdef bint retime(self, double now)

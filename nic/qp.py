@@ -58,10 +58,9 @@ class SendFlow:
             self.rate_series.append(at)
             self.rate_series.append(rate)
             return
-        c_array.extend_buffer(self.rate_series, cython.cast(cython.p_char, cython.address(at)),
-                              1)
-        c_array.extend_buffer(self.rate_series,
-                              cython.cast(cython.p_char, cython.address(rate)), 1)
+        series = self.rate_series
+        c_array.extend_buffer(series, cython.cast(cython.p_char, cython.address(at)), 1)
+        c_array.extend_buffer(series, cython.cast(cython.p_char, cython.address(rate)), 1)
 
     def rate(self, now: float) -> float:
         return self.line_bps if self.rp is None else self.rp.rate(now)

@@ -50,8 +50,8 @@ from . import refresh
 from .ports import ROUTED, SWITCHED, PortState
 from .scheduler import PortScheduler
 
-# the EtherTypes every frame's is compared with, C ints when compiled (an imported name is a
-# Python object: each comparison boxed the frame's field)
+# the EtherTypes a frame's own is compared with, C ints when compiled (an imported name is
+# a Python object: each comparison boxed the frame's field)
 ETH_P_8021Q = cython.declare(cython.int, frames.ETH_P_8021Q)
 ETH_P_ARP = cython.declare(cython.int, frames.ETH_P_ARP)
 ETH_P_IPV4 = cython.declare(cython.int, frames.ETH_P_IPV4)

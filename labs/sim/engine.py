@@ -1,15 +1,17 @@
 """A discrete-event engine in integer picoseconds.
 
 Events are ordered by ``(time_ps, seq)``: ties run in the order they were scheduled, so a
-run is a pure function of the lab, the seed and the calls made on it. An event is a
-``Handler`` and one argument: ``fire(arg)`` runs it. The per-frame kinds (a frame's arrival
-on a wire, a switch port's wake, a NIC's wake) are handlers themselves, so compiled the
-engine calls them in C with no tuple made per event; any other call is wrapped in a ``Call``
-(``at``, ``after``). The heap takes the
-form each build runs fastest, the one place where the two differ (Cython's
-``cython.compiled`` chooses): interpreted, tuples on a list ordered by ``heapq`` in C
-(``TupleHeap``); compiled, integers in a typed array sifted in C (``ArrayHeap``). Each form
-run in the other build was measured slower: the array sifted by the interpreter made a
+run is a pure function of the lab, the seed and the calls made on it.
+
+An event is a ``Handler`` and one argument: ``fire(arg)`` runs it. The per-frame kinds (a
+frame's arrival on a wire, a switch port's wake, a NIC's wake) are handlers themselves, so
+compiled the engine calls them in C with no tuple made per event; any other call is wrapped
+in a ``Call`` (``at``, ``after``).
+
+The heap takes the form each build runs fastest, the one place where the two differ
+(Cython's ``cython.compiled`` chooses): interpreted, tuples on a list ordered by ``heapq``
+in C (``TupleHeap``); compiled, integers in a typed array sifted in C (``ArrayHeap``). Each
+form run in the other build was measured slower: the array sifted by the interpreter made a
 72-host all-to-all 1.8x slower, and ``heapq``'s tuple comparisons were 9 % of the compiled
 run's instructions. ``tests/unit/test_sim.py`` holds both to the same order. The array
 heap's index arithmetic keeps within its size, so its functions skip Cython's bounds and
