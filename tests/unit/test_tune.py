@@ -246,9 +246,12 @@ def test_the_same_seed_gives_identical_figures(quick_tasks):
 def test_the_pool_and_dask_give_the_same_results_and_a_rerun_skips_them(quick_tasks,
                                                                          tmp_path):
     distributed = pytest.importorskip("distributed")
+    import dask  # distributed's own dependency
     pooled = run(quick_tasks, tmp_path / "pool", workers=2, progress=False)
-    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2,
-                                  dashboard_address=None) as cluster:
+    # dask's scratch files in the test's folder, not the machine's temporary one
+    with dask.config.set({"temporary-directory": str(tmp_path / "dask-scratch")}), \
+            distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2,
+                                     dashboard_address=None) as cluster:
         dasked = run(quick_tasks, tmp_path / "dask", cluster=cluster, progress=False)
     assert [f for _, f in pooled] == [f for _, f in dasked]
     stored = sorted((tmp_path / "pool" / "runs").glob("*.json"))
