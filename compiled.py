@@ -46,6 +46,7 @@ MODULES = (
     "rocelab.fabric.model.wred",
     "rocelab.fabric.model.egress",
     "rocelab.fabric.model.ports",
+    "rocelab.fabric.model.ecmp",
     "rocelab.fabric.model.router_base",
     "rocelab.fabric.model.router",
     "rocelab.fabric.model.router6",

@@ -19,8 +19,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# C libraries a module calls directly (the codec: zlib's crc32, Python's own zlib underneath)
-LIBRARIES = {"rocelab.nic.codec": ["z"]}
+# C libraries a module calls directly (zlib's crc32 for the ICRC and the ECMP hash: Python's
+# own zlib underneath)
+LIBRARIES = {"rocelab.nic.codec": ["z"], "rocelab.fabric.model.ecmp": ["z"]}
 
 
 def missing_tools() -> str | None:

@@ -10,7 +10,14 @@ from __future__ import annotations
 import struct
 import zlib
 
-from .frames import IPPROTO_TCP, IPPROTO_UDP
+import cython
+
+from . import frames
+
+# the protocols whose ports go into the hash, C ints when compiled (a comparison with an
+# imported name boxes the packet's field first)
+IPPROTO_TCP = cython.declare(cython.int, frames.IPPROTO_TCP)
+IPPROTO_UDP = cython.declare(cython.int, frames.IPPROTO_UDP)
 
 # bytes((n,)) for every byte value, so the per-packet path appends one without building it
 PROTO_BYTE = [bytes((i,)) for i in range(256)]
@@ -40,14 +47,24 @@ def ecmp_index(src: int, dst: int, proto: int, sport: int | None, dport: int | N
 def packet_flow_hash(packet: bytes, offset: int = 0, salt: int = 0) -> int:
     """``flow_hash`` of the IPv4 packet at ``offset``: 5-tuple for TCP/UDP, 3-tuple for
     other protocols and for fragments (only a first fragment has ports; keeping every
-    fragment of a datagram on one path avoids reordering)."""
+    fragment of a datagram on one path avoids reordering). Compiled, zlib's C ``crc32``
+    continues over the header's bytes where they sit, the protocol byte included: the
+    key's slices and joins were objects made per routed frame."""
     ihl = (packet[offset] & 0x0F) << 2
     proto = packet[offset + 9]
     frag = packet[offset + 6] << 8 | packet[offset + 7]
-    key = packet[offset + 12:offset + 20] + PROTO_BYTE[proto]
-    if (proto == IPPROTO_UDP or proto == IPPROTO_TCP) and not frag & 0x3FFF:
-        key += packet[offset + ihl:offset + ihl + 4]
-    return zlib.crc32(key, salt)
+    ports = (proto == IPPROTO_UDP or proto == IPPROTO_TCP) and not frag & 0x3FFF
+    if not cython.compiled or offset < 0 or len(packet) < offset + 20:
+        key = packet[offset + 12:offset + 20] + PROTO_BYTE[proto]
+        if ports:
+            key += packet[offset + ihl:offset + ihl + 4]
+        return zlib.crc32(key, salt)
+    at = cython.cast(cython.p_uchar, PyBytes_AS_STRING(packet)) + offset
+    crc = zlib_crc32(salt, at + 12, 8)
+    crc = zlib_crc32(crc, at + 9, 1)
+    if ports:  # as much of the ports as the packet holds, as the slice takes
+        crc = zlib_crc32(crc, at + ihl, max(0, min(4, len(packet) - offset - ihl)))
+    return crc
 
 
 def flow_hash6(packet: bytes, offset: int = 0, salt: int = 0,

@@ -1,6 +1,7 @@
 # Types for the compiled build (compiled.py): Cython compiles router.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
 cimport cython
+from rocelab.fabric.model.ecmp cimport packet_flow_hash
 from rocelab.fabric.model.frames cimport routed_ipv4
 from rocelab.fabric.model.neighbors cimport Neighbor
 from rocelab.fabric.model.ports cimport PortState

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING
-from zlib import crc32
 
 import cython
 
@@ -36,8 +35,7 @@ from .classify import CPU_CLASS
 from .counters import (ARP_NOT_FOR_US, ARP_QUEUE_FULL, ARP_UNRESOLVED, FORWARDED,
                        IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED, NON_IP_TO_ROUTER, TO_CPU,
                        TTL_EXPIRED)
-from .ecmp import PROTO_BYTE, packet_flow_hash
-from . import frames
+from .ecmp import packet_flow_hash
 from .frames import (ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4,
                      ICMP_ECHO_REQUEST, ICMP_ERROR_TYPES, ICMP_TIME_EXCEEDED, IPPROTO_ICMP,
                      ZERO_MAC, arp_packet, icmp_echo_reply, icmp_error, ipv4_packet,
@@ -47,11 +45,6 @@ from .neighbors import ARP_RETRY_S, ARP_TRIES
 from .ports import PortState
 from .router_base import RouterBase
 from .routes import Route
-
-# the protocols whose ports go into the ECMP hash, C ints when compiled (each comparison with
-# an imported name boxed the packet's field)
-IPPROTO_TCP = cython.declare(cython.int, frames.IPPROTO_TCP)
-IPPROTO_UDP = cython.declare(cython.int, frames.IPPROTO_UDP)
 
 if TYPE_CHECKING:
     from ..config import StaticRoute
@@ -157,10 +150,7 @@ class Router(RouterBase):
         if len(hops) == 1:
             nh = hops[0]
         else:
-            key = frame[off + 12:off + 20] + PROTO_BYTE[proto]
-            if (proto == IPPROTO_UDP or proto == IPPROTO_TCP) and not frag & 0x3FFF:
-                key += frame[off + ihl:off + ihl + 4]
-            nh = hops[crc32(key, self.ecmp_salt) % len(hops)]
+            nh = hops[packet_flow_hash(frame, off, self.ecmp_salt) % len(hops)]
         l2 = nh.l2
         if l2 is not None:  # resolved next hop behind a routed port: the common case
             port = nh.port

@@ -5,7 +5,7 @@ import random
 import struct
 
 import pytest
-from scapy.layers.inet import ICMP, IP, UDP
+from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
@@ -159,3 +159,25 @@ def test_flow_hash_is_the_packed_tuple_and_matches_packet_hash():
     fragment = bytes(IP(src="10.1.1.11", dst="10.1.2.13", flags="MF") / UDP(sport=1, dport=2))
     assert packet_flow_hash(fragment) == flow_hash(src, dst, 17)  # no ports on fragments
     assert ecmp_index(src, dst, 17, 49153, 4791, 2) == flow_hash(src, dst, 17, 49153, 4791) % 2
+
+
+def test_packet_flow_hash_reads_the_header_where_it_sits_with_salt_options_and_short_ports():
+    """The compiled hash continues crc32 over the frame's own bytes: the same value as the
+    key of slices, behind an Ethernet header, with a salt, past IP options, and with only
+    part of the ports in a cut-off packet (as the slice takes them)."""
+    import zlib
+
+    def sliced(packet: bytes, off: int, salt: int) -> int:
+        ihl = (packet[off] & 0x0F) << 2
+        key = packet[off + 12:off + 20] + bytes((packet[off + 9],))
+        if packet[off + 9] in (6, 17) and not (packet[off + 6] << 8 | packet[off + 7]) & 0x3FFF:
+            key += packet[off + ihl:off + ihl + 4]
+        return zlib.crc32(key, salt)
+
+    eth = bytes(14)
+    udp = bytes(IP(src="10.1.1.11", dst="10.1.2.13") / UDP(sport=49153, dport=4791))
+    options = bytes(IP(src="10.1.1.11", dst="10.1.2.13", options=b"\x01" * 8) / TCP(sport=7))
+    for packet in (udp, options, udp[:22], udp[:20]):
+        for salt in (0, 1, 0xDEADBEEF, 0xFFFFFFFF):
+            assert packet_flow_hash(eth + packet, 14, salt) == sliced(eth + packet, 14, salt)
+    assert packet_flow_hash(eth + udp, 14, 5) != packet_flow_hash(eth + udp, 14, 6)
