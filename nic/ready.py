@@ -53,6 +53,7 @@ class TupleReady:
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
 @cython.returns(cython.bint)
 @cython.boundscheck(False)
 @cython.wraparound(False)
@@ -69,6 +70,8 @@ def _before(at, keys, a: int, b: int) -> bool:
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
+@cython.returns(cython.void)
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.locals(at="double[::1]", keys="long long[::1]", to=cython.Py_ssize_t,
@@ -82,6 +85,8 @@ def _move(at, keys, to: int, source: int) -> None:
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
+@cython.returns(cython.void)
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.locals(at="double[::1]", keys="long long[::1]", a=cython.Py_ssize_t,
@@ -91,6 +96,50 @@ def _swap(at, keys, a: int, b: int) -> None:
     t, k0, k1, k2 = at[a], keys[3 * a], keys[3 * a + 1], keys[3 * a + 2]
     _move(at, keys, a, b)
     at[b], keys[3 * b], keys[3 * b + 1], keys[3 * b + 2] = t, k0, k1, k2
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+@cython.returns(cython.void)
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.locals(at="double[::1]", keys="long long[::1]", i=cython.Py_ssize_t,
+               parent=cython.Py_ssize_t)
+def _sift_up(at, keys, i: int) -> None:
+    """The entry put at ``i`` (the last) sifted up. The arrays come as arguments: a typed
+    view taken into a local costs two atomic reference counts a call."""
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not _before(at, keys, i, parent):
+            break
+        _swap(at, keys, i, parent)
+        i = parent
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+@cython.returns(cython.void)
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.locals(at="double[::1]", keys="long long[::1]", i=cython.Py_ssize_t,
+               child=cython.Py_ssize_t, size=cython.Py_ssize_t)
+def _sift_down(at, keys, size: int) -> None:
+    """The first entry gone: the last (entry ``size``, past the heap now) sifted down from
+    the top."""
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and _before(at, keys, child + 1, child):
+            child += 1
+        if _before(at, keys, size, child):
+            break
+        _move(at, keys, i, child)
+        i = child
+    _move(at, keys, i, size)
 
 
 class ArrayReady:
@@ -110,68 +159,43 @@ class ArrayReady:
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    @cython.locals(at="double[::1]", keys="long long[::1]", i=cython.Py_ssize_t,
-                   parent=cython.Py_ssize_t, slot=cython.Py_ssize_t)
+    @cython.locals(i=cython.Py_ssize_t, slot=cython.Py_ssize_t)
     def push(self, at_: float, index: int, token: int, item: Any) -> None:
         if self._size == len(self._items):
             self._grow()
         slot = self._free[len(self._items) - self._size - 1]
         self._items[slot] = item
-        at, keys, i = self._at, self._keys, self._size
+        i = self._size
         self._size = i + 1
-        at[i], keys[3 * i], keys[3 * i + 1], keys[3 * i + 2] = at_, index, token, slot
-        while i > 0:  # sift up
-            parent = (i - 1) >> 1
-            if not _before(at, keys, i, parent):
-                break
-            _swap(at, keys, i, parent)
-            i = parent
+        self._at[i] = at_
+        self._keys[3 * i], self._keys[3 * i + 1], self._keys[3 * i + 2] = index, token, slot
+        _sift_up(self._at, self._keys, i)
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    @cython.locals(keys="long long[::1]")
     def first(self) -> Any:
-        keys = self._keys
-        return self._items[keys[2]]
+        return self._items[self._keys[2]]
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    @cython.locals(keys="long long[::1]")
     def first_token(self) -> int:
-        keys = self._keys
-        return keys[1]
+        return self._keys[1]
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    @cython.locals(at="double[::1]")
     def first_at(self) -> float:
-        at = self._at
-        return at[0]
+        return self._at[0]
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    @cython.locals(at="double[::1]", keys="long long[::1]", i=cython.Py_ssize_t,
-                   child=cython.Py_ssize_t, size=cython.Py_ssize_t, slot=cython.Py_ssize_t)
+    @cython.locals(size=cython.Py_ssize_t, slot=cython.Py_ssize_t)
     def pop(self) -> None:
-        at, keys = self._at, self._keys
-        slot = keys[2]
+        slot = self._keys[2]
         self._items[slot] = None
         size = self._size - 1
         self._size = size
         self._free[len(self._items) - size - 1] = slot
-        # the last entry (``size``, past the heap now), sifted down from the top
-        i = 0
-        while True:
-            child = 2 * i + 1
-            if child >= size:
-                break
-            if child + 1 < size and _before(at, keys, child + 1, child):
-                child += 1
-            if _before(at, keys, size, child):
-                break
-            _move(at, keys, i, child)
-            i = child
-        _move(at, keys, i, size)
+        _sift_down(self._at, self._keys, size)
 
     @cython.locals(bigger_at="double[::1]", bigger_keys="long long[::1]")
     def _grow(self) -> None:
