@@ -1,5 +1,6 @@
 cimport cython
 from cpython cimport array as c_array
+from rocelab.fabric.model.cable cimport whole
 from rocelab.nic.dcqcn cimport NotificationPoint, ReactionPoint
 from rocelab.nic.rc cimport Requester, Responder
 
@@ -27,6 +28,8 @@ cdef class SendFlow:
     cdef public object rp_timer
     @cython.locals(series=c_array.array)
     cpdef add_rate_point(self, double at, double rate)
+    @cython.locals(series="double[::1]", i=Py_ssize_t, out=list)
+    cpdef list rate_series_since(self, double t0)
     cpdef double rate(self, double now)
     cpdef bint retime(self, double now)
 
