@@ -22,7 +22,7 @@ from ..labs.lab import Lab
 from ..labs.records import HOST_TTL
 from . import packets
 from ..nic import roce
-from ..labs.capture import Direction, Sighting
+from ..labs.sighting import Direction, Sighting
 from ..nic.roce import ECT0
 from .packets import Flow
 

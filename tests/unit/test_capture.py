@@ -15,7 +15,8 @@ import pytest
 from scapy.utils import PcapNgReader
 
 from rocelab.fabric import afpacket
-from rocelab.labs.capture import PcapFiles, Sighting, vlan_tag
+from rocelab.labs.pcap import PcapFiles
+from rocelab.labs.sighting import Sighting, vlan_tag
 from rocelab.nic.roce import CE, ECT0, classify
 from rocelab.traffic.packets import Flow, pfc_frame, rc_send
 from rocelab.traffic.probe import PROBE_MAGIC, PROBE_QPN, ProbeResult
