@@ -28,6 +28,7 @@ cdef class Forwarding:
     cpdef list receive(self, port, frame, now)
     cpdef dequeue(self, port, now)
     cpdef next_send_time(self, port)
+    cpdef double next_send_at(self, port)
     cpdef list backlogged(self)
     cpdef set take_touched(self)
     cpdef list take_control(self)

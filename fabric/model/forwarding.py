@@ -31,6 +31,8 @@ cut through or dequeued.
 """
 from __future__ import annotations
 
+import math
+
 import cython
 
 from .buffers import ADMITTED, PgBuffer
@@ -132,13 +134,19 @@ class Forwarding:
             self._discharge(charge, now)
         return frame
 
-    @cython.locals(state=PortState, egress=EgressPort)
     def next_send_time(self, port: str) -> float | None:
         """When ``port`` can send its next frame (None: nothing queued, or its TX is
         disabled). A paused queue counts from the end of its pause."""
+        at = self.next_send_at(port)
+        return None if at == math.inf else at
+
+    @cython.locals(state=PortState, egress=EgressPort)
+    def next_send_at(self, port: str) -> float:
+        """``next_send_time`` as a C double, ``math.inf`` for None: what the simulator asks
+        after every frame, without a float made and freed each time."""
         state = self._ports[port]
         egress = state.egress
-        return egress.scheduler.next_send_time() if egress.tx_enabled else None
+        return egress.scheduler.next_send_at() if egress.tx_enabled else math.inf
 
     def backlogged(self) -> list[str]:
         """The ports with frames queued (the only ones worth a ``next_send_time``)."""

@@ -34,15 +34,20 @@ cdef class PortScheduler:
     @cython.locals(q=_Queue, lateness=Lateness)
     cpdef bint start_now(self, Py_ssize_t queue, Py_ssize_t size, double now)
     cpdef double gate(self, Py_ssize_t queue)
+    # the pick's helpers are C functions (no Python caller): a weighted pick visits each
+    # queue until one is open, a call per visit
     @cython.locals(until=double, priority=Py_ssize_t, ends=list, end=double)
-    cpdef double _held_until(self, _Queue q)
-    @cython.locals(q=_Queue, earliest=double, ready=double, held=double)
+    cdef inline double _held_until(self, _Queue q) except? -1
     cpdef object next_send_time(self)
-    @cython.locals(q=_Queue, start=double, enqueued=double, head=tuple)
+    @cython.locals(q=_Queue, earliest=double, ready=double, held=double)
+    cpdef double next_send_at(self)
+    @cython.locals(q=_Queue, start=double, enqueued=double, head=tuple, lateness=Lateness,
+                   late=double)
     cpdef object dequeue(self, double now)
-    cpdef bint _open(self, _Queue q, double now)
+    cdef inline bint _open(self, _Queue q, double now) except -1
     @cython.locals(q=_Queue)
-    cpdef _Queue _pick(self, double now)
-    @cython.locals(q=_Queue, size=Py_ssize_t, n=Py_ssize_t, rr=Py_ssize_t, weighted=list)
-    cpdef _Queue _pick_weighted(self, double now)
-    cpdef _advance(self)
+    cdef _Queue _pick(self, double now)
+    @cython.locals(q=_Queue, size=Py_ssize_t, n=Py_ssize_t, rr=Py_ssize_t, weighted=list,
+                   _=Py_ssize_t)
+    cdef _Queue _pick_weighted(self, double now)
+    cdef inline void _advance(self) noexcept

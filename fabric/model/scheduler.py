@@ -258,8 +258,14 @@ class PortScheduler:
         A paused queue counts from the end of its current pause; a pause that is refreshed
         meanwhile just makes ``dequeue`` at that time return None.
         """
+        at = self.next_send_at()
+        return None if at == NEVER else at
+
+    def next_send_at(self) -> float:
+        """``next_send_time`` as a C double, ``math.inf`` for None: the simulator asks after
+        every frame, where a boxed float was made and freed each time."""
         if not self.packets:
-            return None
+            return NEVER
         earliest = NEVER
         for q in self.queues:
             if q.depth:
@@ -287,13 +293,19 @@ class PortScheduler:
             q.head_size = len(head[0])
         self.packets -= 1
         start = max(self.free_at, enqueued, self._held_until(q))
-        self.lateness.record(now - start)
+        late = now - start
+        if late == 0.0:  # on time, as a simulated port always is: record(0.0), inlined
+            lateness = self.lateness
+            lateness.count += 1
+            lateness.buckets[0] += 1
+        else:
+            self.lateness.record(late)
         self.free_at = start + len(frame) * 8 / self.rate_bps
         return frame, meta, q.index
 
     def _open(self, q: _Queue, now: float) -> bool:
         """Whether ``q`` has a frame and no pause holds it at ``now``."""
-        return q.depth > 0 and self._held_until(q) <= now
+        return q.depth > 0 and (self.pause is None or self._held_until(q) <= now)
 
     def _pick(self, now: float) -> _Queue | None:
         for q in self._strict:
@@ -306,24 +318,25 @@ class PortScheduler:
 
         A queue keeps the pointer while its deficit covers its head frame; an emptied queue
         loses its deficit (it must not save up credit while idle); a paused one keeps it
-        but earns no quantum while skipped.
+        but earns no quantum while skipped. None, and nothing changed, when no weighted
+        queue is open.
         """
         weighted = self._weighted
-        for q in weighted:
-            if self._open(q, now):
-                break
-        else:
-            return None
         n = len(weighted)
         while True:
             q = weighted[self._rr]
-            if not self._open(q, now):  # skip closed queues in one step, as visits that pass
-                rr = (self._rr + 1) % n
-                while not self._open(weighted[rr], now):
+            if not self._open(q, now):
+                # skip closed queues in one step, as visits that pass; once round, none open
+                rr = self._rr
+                for _ in range(n - 1):
                     rr = (rr + 1) % n
+                    q = weighted[rr]
+                    if self._open(q, now):
+                        break
+                else:
+                    return None
                 self._rr = rr
                 self._visiting = False
-                q = weighted[rr]
             if not self._visiting:
                 q.deficit += q.quantum
                 self._visiting = True

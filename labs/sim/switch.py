@@ -14,6 +14,7 @@ agent drives it (``fabric/agent.py``), with wires instead of sockets and the eng
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import cython
@@ -23,6 +24,9 @@ from ...fabric.client import fidelity
 from ...fabric.model.switch import Switch
 from .engine import Engine, Handler, to_ps
 from .link import Wire
+
+# ``Switch.next_send_at`` of a port with nothing queued or its TX disabled (a C double)
+NOTHING_TO_SEND = cython.declare(cython.double, math.inf)
 
 
 class PortWake(Handler):
@@ -84,14 +88,14 @@ class SimSwitch:
             wire = wires[port]
             wire.send(frame)
 
-    @cython.locals(wake=PortWake, when=cython.longlong)
+    @cython.locals(wake=PortWake, when=cython.longlong, at=cython.double)
     def _arm(self, ports) -> None:
         """A wake for each of ``ports`` that has frames queued, at its next send time,
         unless one is armed at or before it."""
         switch, wakes = self.switch, self._wakes
         for port in ports:
-            at = switch.next_send_time(port)
-            if at is None:
+            at = switch.next_send_at(port)
+            if at == NOTHING_TO_SEND:
                 continue
             when = to_ps(at)
             wake = wakes.get(port)
