@@ -78,13 +78,17 @@ NEVER = cython.declare(cython.double, math.inf)  # no wake: a C double when comp
 
 @cython.cfunc
 @cython.inline
+@cython.returns(cython.double)
 @cython.locals(kind=cython.longlong, sender=SendFlow)
-def _armed(flow: SendFlow | ReceiveFlow, kind: int) -> float | None:
-    """The deadline the timer heap holds for ``flow``'s ``kind`` timer (None: none)."""
+def _armed(flow: SendFlow | ReceiveFlow, kind: int) -> float:
+    """The deadline the timer heap holds for ``flow``'s ``kind`` timer (NEVER: none), a C
+    double for the callers, which compare it with the heap's own."""
     if kind == ACK_TIMER:
-        return cython.cast(ReceiveFlow, flow).ack_timer
-    sender = cython.cast(SendFlow, flow)
-    return sender.rc_timer if kind == RC_TIMER else sender.rp_timer
+        due = cython.cast(ReceiveFlow, flow).ack_timer
+    else:
+        sender = cython.cast(SendFlow, flow)
+        due = sender.rc_timer if kind == RC_TIMER else sender.rp_timer
+    return NEVER if due is None else due
 
 
 @cython.cfunc
@@ -377,18 +381,16 @@ class Nic:
         """Make sure the timer heap looks at ``flow``'s ``kind`` timer by ``due``. An entry
         already due earlier stays: it re-arms when it fires, so a deadline that keeps
         moving later (an RC timer on every ACK) costs no push each time."""
-        if due is None:
-            return
-        armed = _armed(flow, kind)
-        if armed is not None and armed <= due:
+        if due is None or _armed(flow, kind) <= cython.cast(cython.double, due):
             return
         _set_armed(flow, kind, due)
         self._timers.push(due, next(self._seq), kind, flow)
 
     @cython.locals(timers=ArrayReady, kind=cython.longlong, sender=SendFlow)
-    def _first_timer(self, now: float) -> float | None:
-        """When the earliest timer is really due: entries that are stale, or early because
-        their deadline moved later or went away, are dropped (and re-armed) on the way."""
+    def _first_timer(self, now: float) -> float:
+        """When the earliest timer is really due (NEVER: none): entries that are stale, or
+        early because their deadline moved later or went away, are dropped (and re-armed)
+        on the way."""
         timers = self._timers
         while len(timers):
             at, kind, flow = timers.first_at(), timers.first_token(), timers.first()
@@ -412,7 +414,7 @@ class Nic:
                 self._arm(flow, kind, due)
             else:
                 timers.pop()
-        return None
+        return NEVER
 
     @cython.locals(flow=SendFlow)
     def _follow_rate(self, flow: SendFlow, now: float) -> None:
@@ -461,11 +463,16 @@ class Nic:
             # those that can still take one
             self._sampling = [f for f in self._sampling if self._sample_rate(f, now)]
 
-    @cython.locals(flow=SendFlow, wake=cython.double)
     def next_wake(self, now: float) -> float | None:
         """The earliest time, not before ``now``, at which ``dequeue`` or ``poll`` may have
         something to do; None when nothing is pending. Rate samples are taken at the
         polls that happen anyway, so they do not count."""
+        wake = self.wake_at(now)
+        return None if wake == NEVER else wake
+
+    @cython.locals(flow=SendFlow, wake=cython.double)
+    def wake_at(self, now: float) -> float:
+        """``next_wake`` as a C double, NEVER for None: the simulator asks at every wake."""
         wake = NEVER
         if self.cnp_queue:
             wake = self.wire_free
@@ -473,9 +480,7 @@ class Nic:
             wake = min(wake, max(self.wire_free, self.pause.until))
         if (flow := self._first_ready()) is not None:
             wake = min(wake, max(flow.next_at, self.wire_free, self.pause.until))
-        if (due := self._first_timer(now)) is not None:
-            wake = min(wake, due)
-        return None if wake == NEVER else max(wake, now)
+        return max(min(wake, self._first_timer(now)), now)
 
     @cython.locals(flow=SendFlow)
     def _sample_rate(self, flow: SendFlow, now: float) -> bool:
