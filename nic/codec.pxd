@@ -37,6 +37,10 @@ cpdef unsigned int crc32_zeros(Py_ssize_t n, unsigned int crc)
                crc="unsigned int")
 cpdef bytes _frame(Headers headers, long long opcode, long long dqpn, long long psn, bytes ext,
                    Py_ssize_t payload, long long ackreq, long long becn)
+# called per frame by the NIC (nic/core.py), in C with positional arguments
+cpdef bytes data_frame(Headers headers, long long dqpn, long long psn, long long opcode,
+                       Py_ssize_t payload, bint ackreq, reth=*)
+cpdef bytes ack_frame(Headers headers, long long dqpn, long long psn, long long msn, bint nak=*)
 @cython.locals(total=Py_ssize_t)
 cpdef parse(bytes frame)
 cpdef _parse6(bytes frame)

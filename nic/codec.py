@@ -194,7 +194,7 @@ def _frame(headers: Headers, opcode: int, dqpn: int, psn: int, ext: bytes, paylo
     return out
 
 
-def data_frame(headers: Headers, dqpn: int, psn: int, opcode: int, payload: int, *,
+def data_frame(headers: Headers, dqpn: int, psn: int, opcode: int, payload: int,
                ackreq: bool, reth: tuple[int, int] | None = None) -> bytes:
     """A SEND or WRITE packet with ``payload`` zero bytes; ``reth`` (offset, DMA length)
     for a WRITE's first or only packet."""
@@ -202,7 +202,7 @@ def data_frame(headers: Headers, dqpn: int, psn: int, opcode: int, payload: int,
     return _frame(headers, opcode, dqpn, psn, ext, payload, ackreq, False)
 
 
-def ack_frame(headers: Headers, dqpn: int, psn: int, msn: int, *, nak: bool = False) -> bytes:
+def ack_frame(headers: Headers, dqpn: int, psn: int, msn: int, nak: bool = False) -> bytes:
     """ACK (credits not given, as NICs send) or PSN-sequence-error NAK."""
     syndrome = NAK_PSN_SEQUENCE if nak else AETH_CREDITS_INVALID
     return _frame(headers, ACK_OPCODE, dqpn, psn, AETH.pack(syndrome << 24 | msn), 0, False,

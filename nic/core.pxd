@@ -1,6 +1,6 @@
 # Types for the compiled build (compiled.py): Cython compiles core.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
-from rocelab.nic.codec cimport Incoming, parse
+from rocelab.nic.codec cimport Incoming, ack_frame, data_frame, parse
 from rocelab.nic.pause cimport PauseTimer
 from rocelab.nic.qp cimport ReceiveFlow, SendFlow
 from rocelab.nic.ready cimport ArrayReady

@@ -279,9 +279,8 @@ class Nic:
 
     def _reply(self, flow: ReceiveFlow, now: float, reply: Reply | None) -> None:
         if reply is not None:
-            self.ack_queue.append((now, ack_frame(
-                flow.ack_headers, flow.peer_qpn, reply.psn, reply.msn,
-                nak=reply.kind == "nak")))
+            self.ack_queue.append((now, ack_frame(  # positional: a C call when compiled
+                flow.ack_headers, flow.peer_qpn, reply.psn, reply.msn, reply.kind == "nak")))
 
     @cython.locals(flow=SendFlow, rc=Requester, segment=Segment, now=cython.double,
                    bits=cython.Py_ssize_t, rate=cython.double, start=cython.double)
@@ -310,7 +309,7 @@ class Nic:
         reth = (segment.offset, segment.message_bytes) \
             if segment.opcode in RETH_OPCODES else None
         frame = data_frame(flow.headers, flow.peer_qpn, segment.psn, segment.opcode,
-                           segment.payload, ackreq=segment.ackreq, reth=reth)
+                           segment.payload, segment.ackreq, reth)  # positional: a C call
         if flow.started is None:
             flow.started = now
         bits = len(frame) * 8

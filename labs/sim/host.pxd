@@ -11,5 +11,11 @@ cdef class SimHost(Handler):
     cdef public dict wires, neighbours, _waiting, replies, _mine6, _groups6
     cdef public long long _gen, seen, _wake_at
     cdef public bint _wake_armed
+    cpdef arrive(self, iface, bytes frame)
     cpdef kick(self)
     cpdef fire(self, gen)
+
+cdef class IfaceIn(Handler):
+    cdef public SimHost host
+    cdef public object iface
+    cpdef fire(self, frame)

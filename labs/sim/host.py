@@ -11,6 +11,7 @@ and learns whoever asks.
 from __future__ import annotations
 
 import ipaddress
+import math
 import struct
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ ARP_RETRY_S = 1e-3  # fabric time between ARP requests / NS for an unresolved ne
 ARP_TRIES = 3
 ECHO_DATA = bytes(56)  # ping's default payload size
 ETHERTYPE = {4: ETH_P_IPV4, 6: ETH_P_IPV6}
+NO_WAKE = cython.declare(cython.double, math.inf)  # ``Nic.wake_at``: nothing pending
 
 
 @dataclass
@@ -44,6 +46,18 @@ class PingReply:
     from_ip: str
     kind: str  # "reply" | "time-exceeded"
     at_ps: int
+
+
+class IfaceIn(Handler):
+    """An interface's inlet, what its incoming wire hands each frame to (``Wire.deliver``):
+    the host's ``arrive`` on that interface, a C call when compiled."""
+
+    def __init__(self, host: SimHost, iface: str) -> None:
+        self.host = host
+        self.iface = iface
+
+    def fire(self, frame: bytes) -> None:
+        self.host.arrive(self.iface, frame)
 
 
 class SimHost(Handler):
@@ -277,7 +291,7 @@ class SimHost(Handler):
 
     # --- the NIC ----------------------------------------------------------------------
 
-    @cython.locals(wire=Wire)
+    @cython.locals(wire=Wire, at=cython.double)
     def kick(self) -> None:
         """Put on the wire what the NIC has due now, then wake when it next has work."""
         nic, engine = self.nic, self.engine
@@ -287,8 +301,8 @@ class SimHost(Handler):
         wire = self.wires[self.nic_iface]
         while (frame := nic.dequeue(now)) is not None:
             wire.send(frame)
-        at = nic.next_wake(now)
-        if at is None:
+        at = nic.wake_at(now)
+        if at == NO_WAKE:
             return
         when = max(to_ps(at), engine.now_ps + 1)
         if self._wake_armed and engine.now_ps < self._wake_at <= when:

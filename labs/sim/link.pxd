@@ -3,12 +3,15 @@
 from rocelab.labs.sim.engine cimport Engine, Handler
 from rocelab.fabric.model.cable cimport Cable
 
+cdef class Deliver(Handler):
+    cdef public object deliver
+
 cdef class Wire(Handler):
     cdef public Engine engine
     cdef public object src, dst
     cdef public double rate_bps
     cdef public Cable cable
-    cdef public object deliver
+    cdef public Handler deliver
     cdef public bint up
     cdef public list tx_taps, rx_taps
     cdef public long long frames

@@ -34,19 +34,30 @@ End = tuple[str, str]  # (node, interface)
 Tap = Callable[[End, str, int, bytes], None]
 
 
+class Deliver(Handler):
+    """A plain callable as a wire's far end (tests): ``deliver(frame)``."""
+
+    def __init__(self, deliver: Callable[[bytes], None]) -> None:
+        self.deliver = deliver
+
+    def fire(self, frame: bytes) -> None:
+        self.deliver(frame)
+
+
 class Wire(Handler):
-    """Frames from one port to its peer, delivered to ``deliver(frame)``; a frame's arrival
-    is an event of the wire's (``fire``)."""
+    """Frames from one port to its peer, each handed to ``deliver``, the far end's inlet:
+    a ``Handler`` whose ``fire(frame)`` the compiled wire calls in C (the shells' port
+    inlets), or a plain callable. A frame's arrival is an event of the wire's (``fire``)."""
 
     def __init__(self, engine: Engine, rate_bps: float, delay_ps: int,
-                 deliver: Callable[[bytes], None], jitter_ps: float = 0.0,
+                 deliver: Handler | Callable[[bytes], None], jitter_ps: float = 0.0,
                  rng: random.Random | None = None, ends: tuple[End, End] = (("", ""), ("", ""))
                  ) -> None:
         self.engine = engine
         self.src, self.dst = ends  # the interface it leaves and the one it reaches
         self.rate_bps = rate_bps
         self.cable = Cable(PS * 8 / rate_bps, delay_ps, whole=True)
-        self.deliver = deliver
+        self.deliver = deliver if isinstance(deliver, Handler) else Deliver(deliver)
         self.up = True
         self.tx_taps: list[Tap] = []  # as the sender transmits
         self.rx_taps: list[Tap] = []  # as the receiver gets it
@@ -82,7 +93,7 @@ class Wire(Handler):
             return
         for tap in self.rx_taps:
             tap(self.dst, "in", self.engine.now_ps, frame)
-        self.deliver(frame)
+        self.deliver.fire(frame)
 
 
 def cable_delay_ps(metres: float, time_scale: float) -> int:

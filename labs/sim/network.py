@@ -12,16 +12,15 @@ built from its config_db.json), one ``SimHost`` per host, two ``Wire``s per link
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import random
 
 from ...fabric.model.switch import Switch
 from . import bgp
 from .engine import PS, Engine
-from .host import SimHost
+from .host import IfaceIn, SimHost
 from .hostconfig import SimError, host_config, host_mac
-from .switch import SimSwitch
+from .switch import PortIn, SimSwitch
 from .link import Wire, cable_delay_ps
 from ..topology import Topology
 
@@ -81,13 +80,12 @@ class SimNetwork:
         for switch in self.switches.values():
             switch.start()
 
-    def _receiver(self, node: str, iface: str):
-        """What a wire delivers ``frame`` to: (port, frame) to its node, bound in C (a
-        partial, not a lambda: one Python call less per frame-hop)."""
+    def _receiver(self, node: str, iface: str) -> PortIn | IfaceIn:
+        """What a wire delivers each frame to: the inlet of its node's port, which the
+        compiled wire calls in C (a partial was a Python call per frame-hop)."""
         if node in self.switches:
-            return functools.partial(self.switches[node].arrive,
-                                     self.topology.port(node, iface))
-        return functools.partial(self.hosts[node].arrive, iface)
+            return PortIn(self.switches[node], self.topology.port(node, iface))
+        return IfaceIn(self.hosts[node], iface)
 
     def _speeds(self, link) -> list[int]:
         out = []

@@ -11,6 +11,7 @@ cdef class SimSwitch:
     cdef public dict wires, _wakes
     cdef public long long _tick_gen, _trace_gen, _events, _sampled_events
     cdef public bint _sampling
+    cpdef arrive(self, port, bytes frame)
     cpdef _send(self, list out)
     cpdef _arm(self, ports)
     cpdef _wake(self, port)
@@ -22,3 +23,8 @@ cdef class PortWake(Handler):
     cdef public bint armed
     cdef public long long at, gen
     cpdef fire(self, gen)
+
+cdef class PortIn(Handler):
+    cdef public SimSwitch shell
+    cdef public object port
+    cpdef fire(self, frame)

@@ -46,6 +46,18 @@ class PortWake(Handler):
             self.shell._wake(self.port)
 
 
+class PortIn(Handler):
+    """A port's inlet, what its incoming wire hands each frame to (``Wire.deliver``): the
+    switch's ``arrive`` on that port, a C call when compiled."""
+
+    def __init__(self, shell: SimSwitch, port: str) -> None:
+        self.shell = shell
+        self.port = port
+
+    def fire(self, frame: bytes) -> None:
+        self.shell.arrive(self.port, frame)
+
+
 class SimSwitch:
     def __init__(self, engine: Engine, name: str, switch: Switch,
                  ifaces: dict[str, str]) -> None:
