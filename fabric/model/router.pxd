@@ -12,6 +12,6 @@ cdef class Router(RouterBase):
                 int prio, cls, list out, now)
     @cython.locals(nh=Neighbor, port=PortState, size=Py_ssize_t, vihl=int, total=Py_ssize_t,
                    frag=int, ttl=int, proto=int, ihl=Py_ssize_t, hops=object,
-                   tos=int, src=cython.longlong, dst=cython.longlong)
+                   tos=int, src=cython.longlong, dst=cython.longlong, address=object)
     cpdef ipv4_in(self, iface, PortState ingress, bytes frame, Py_ssize_t off, int prio, cls,
                   list out, now)

@@ -137,14 +137,15 @@ class Router(RouterBase):
         ihl = (vihl & 0x0F) << 2
         if vihl >> 4 != 4 or ihl < 20 or total < ihl or off + total > size:
             return IP_HEADER_ERROR
-        if dst in self.local_ips:
+        address = dst  # boxed once: the local addresses and the route cache both key on it
+        if address in self.local_ips:
             return self._local_in(frame, off, ihl, total, frag, proto, tos, src, dst, out, now)
         if ttl <= 1:
             self._time_exceeded(iface, frame, off, ihl, total, frag, proto, src, out, now)
             return TTL_EXPIRED
-        hops = self._cache.get(dst)
+        hops = self._cache.get(address)
         if hops is None:
-            hops = self.resolve(dst)
+            hops = self.resolve(address)
         if type(hops) is str:
             return hops
         if len(hops) == 1:
