@@ -26,9 +26,13 @@ cdef class Forwarding:
     cdef public list _control, _refreshes
     cdef public bint _paced, _refresh_moved, _timers_moved
     cpdef list receive(self, port, frame, now)
+    cpdef list receive_on(self, PortState state, frame, now)
     cpdef dequeue(self, port, now)
+    cpdef dequeue_on(self, PortState state, now)
     cpdef next_send_time(self, port)
-    cpdef double next_send_at(self, port)
+    cpdef double next_send_at(self, port) except? -1
+    cpdef double next_send_on(self, PortState state) except? -1
+    cpdef PortState port_state(self, port)
     cpdef list backlogged(self)
     cpdef set take_touched(self)
     cpdef list take_control(self)

@@ -79,7 +79,6 @@ class Forwarding:
 
     # --- the agent's API -------------------------------------------------------------------
 
-    @cython.locals(state=PortState)
     def receive(self, port: str, frame: bytes, now: float) -> list[tuple[str, bytes]]:
         """One frame arrived on ``port``; returns the frames to transmit now, as (port,
         frame): PFC, and forwarded frames that cut through (unpaced: all of them). The
@@ -88,9 +87,11 @@ class Forwarding:
         Every frame gets a disposition on ``port``'s counters (see ``counters``). A port
         missing from the PORT table is the caller's bug: KeyError.
         """
-        state = self._ports.get(port)
-        if state is None:
-            raise KeyError(f"{self.hostname}: no port {port!r} in the PORT table")
+        return self.receive_on(self.port_state(port), frame, now)
+
+    def receive_on(self, state: PortState, frame: bytes, now: float) -> list[tuple[str, bytes]]:
+        """``receive`` on the port's own state: the simulator's shells keep each port's,
+        where a lookup by name per frame was a dictionary's work at every hop."""
         self._now = now
         self._charge = None
         out: list[tuple[PortState, bytes, tuple]] = []
@@ -105,14 +106,18 @@ class Forwarding:
         control, self._control = self._control, []  # take_control, inlined
         return control
 
-    @cython.locals(state=PortState, scheduler=PortScheduler, egress=EgressPort, held=QueueBuffer,
-                   counters=PortCounters, charge=Charge, queue=cython.Py_ssize_t)
     def dequeue(self, port: str, now: float) -> bytes | None:
         """The next frame ``port`` puts on the wire at ``now``, or None while its wire is
         busy or nothing may be sent (see ``next_send_time``). Frees the frame's ingress
         buffer bytes, which may resume a PG: its XON is in ``take_control``."""
+        return self.dequeue_on(self._ports[port], now)
+
+    @cython.locals(state=PortState, scheduler=PortScheduler, egress=EgressPort, held=QueueBuffer,
+                   counters=PortCounters, charge=Charge, queue=cython.Py_ssize_t)
+    def dequeue_on(self, state: PortState, now: float) -> bytes | None:
+        """``dequeue`` on the port's own state (``receive_on``)."""
         self._now = now
-        state = self._ports[port]
+        port = state.name
         scheduler = state.egress.scheduler
         got = scheduler.dequeue(now)
         if got is None:
@@ -140,13 +145,23 @@ class Forwarding:
         at = self.next_send_at(port)
         return None if at == math.inf else at
 
-    @cython.locals(state=PortState, egress=EgressPort)
     def next_send_at(self, port: str) -> float:
-        """``next_send_time`` as a C double, ``math.inf`` for None: what the simulator asks
-        after every frame, without a float made and freed each time."""
-        state = self._ports[port]
+        """``next_send_time`` as a C double, ``math.inf`` for None."""
+        return self.next_send_on(self._ports[port])
+
+    @cython.locals(state=PortState, egress=EgressPort)
+    def next_send_on(self, state: PortState) -> float:
+        """``next_send_at`` on the port's own state (``receive_on``): what the simulator
+        asks after every frame."""
         egress = state.egress
         return egress.scheduler.next_send_at() if egress.tx_enabled else math.inf
+
+    def port_state(self, port: str) -> PortState:
+        """``port``'s state, for a runtime that keeps it (``receive_on``)."""
+        state = self._ports.get(port)
+        if state is None:
+            raise KeyError(f"{self.hostname}: no port {port!r} in the PORT table")
+        return state
 
     def backlogged(self) -> list[str]:
         """The ports with frames queued (the only ones worth a ``next_send_time``)."""

@@ -1,8 +1,11 @@
 # Types for the compiled build (compiled.py): Cython compiles switch.py, unchanged, with
 # these declarations; the pure-Python module ignores this file.
 from rocelab.fabric.model.forwarding cimport Forwarding
+from rocelab.fabric.model.ports cimport PortState
 from rocelab.labs.sim.engine cimport Engine, Handler, to_ps
 from rocelab.labs.sim.link cimport Wire
+
+cdef class PortWake
 
 cdef class SimSwitch:
     cdef public Engine engine
@@ -12,19 +15,21 @@ cdef class SimSwitch:
     cdef public long long _tick_gen, _trace_gen, _events, _sampled_events
     cdef public bint _sampling
     cpdef arrive(self, port, bytes frame)
+    cpdef arrive_on(self, PortState state, bytes frame)
     cpdef _send(self, list out)
     cpdef _arm(self, ports)
-    cpdef _wake(self, port)
+    cpdef _wake(self, PortWake wake)
     cpdef _arm_tick(self)
 
 cdef class PortWake(Handler):
     cdef public SimSwitch shell
-    cdef public object port
+    cdef public PortState state
+    cdef public Wire wire
     cdef public bint armed
     cdef public long long at, gen
     cpdef fire(self, gen)
 
 cdef class PortIn(Handler):
     cdef public SimSwitch shell
-    cdef public object port
+    cdef public PortState state
     cpdef fire(self, frame)

@@ -21,6 +21,7 @@ import cython
 
 from ...fabric.trace import Trace
 from ...fabric.client import fidelity
+from ...fabric.model.ports import PortState
 from ...fabric.model.switch import Switch
 from .engine import Engine, Handler, to_ps
 from .link import Wire
@@ -30,12 +31,14 @@ NOTHING_TO_SEND = cython.declare(cython.double, math.inf)
 
 
 class PortWake(Handler):
-    """One port's pending wake: when it comes and its generation (an event of an older
-    generation was superseded by an earlier wake and returns at once)."""
+    """One port of the shell: its state in the model, its outgoing wire, and its pending
+    wake: when it comes and its generation (an event of an older generation was superseded
+    by an earlier wake and returns at once)."""
 
-    def __init__(self, shell: SimSwitch, port: str) -> None:
+    def __init__(self, shell: SimSwitch, state: PortState, wire: Wire | None) -> None:
         self.shell = shell
-        self.port = port
+        self.state = state
+        self.wire = wire
         self.armed = False
         self.at = 0  # ps, while armed
         self.gen = 0
@@ -43,19 +46,19 @@ class PortWake(Handler):
     def fire(self, gen: int) -> None:
         if self.armed and gen == self.gen:
             self.armed = False
-            self.shell._wake(self.port)
+            self.shell._wake(self)
 
 
 class PortIn(Handler):
     """A port's inlet, what its incoming wire hands each frame to (``Wire.deliver``): the
-    switch's ``arrive`` on that port, a C call when compiled."""
+    switch's ``arrive`` on that port's state, a C call when compiled."""
 
     def __init__(self, shell: SimSwitch, port: str) -> None:
         self.shell = shell
-        self.port = port
+        self.state = shell.switch.port_state(port)
 
     def fire(self, frame: bytes) -> None:
-        self.shell.arrive(self.port, frame)
+        self.shell.arrive_on(self.state, frame)
 
 
 class SimSwitch:
@@ -81,10 +84,14 @@ class SimSwitch:
     # --- the data path ----------------------------------------------------------------
 
     def arrive(self, port: str, frame: bytes) -> None:
+        self.arrive_on(self.switch.port_state(port), frame)
+
+    def arrive_on(self, state: PortState, frame: bytes) -> None:
+        """``frame`` arrived on the port whose state is ``state`` (its inlet's)."""
         if self.trace is not None:
             self._activity()
         switch = self.switch
-        out = switch.receive(port, frame, self.engine.seconds())
+        out = switch.receive_on(state, frame, self.engine.seconds())
         if out:  # most frames wait in a queue: nothing to send, no port touched but theirs
             self._send(out)
         touched = switch.take_touched()
@@ -106,37 +113,35 @@ class SimSwitch:
         unless one is armed at or before it."""
         switch, wakes = self.switch, self._wakes
         for port in ports:
-            at = switch.next_send_at(port)
+            wake = wakes.get(port)
+            if wake is None:
+                wake = wakes[port] = PortWake(self, switch.port_state(port), self.wires.get(port))
+            at = switch.next_send_on(wake.state)
             if at == NOTHING_TO_SEND:
                 continue
             when = to_ps(at)
-            wake = wakes.get(port)
-            if wake is None:
-                wake = wakes[port] = PortWake(self, port)
-            elif wake.armed and wake.at <= when:
+            if wake.armed and wake.at <= when:
                 continue
             wake.armed = True
             wake.at = when
             wake.gen += 1
             self.engine.later(max(when, self.engine.now_ps), wake, wake.gen)
 
-    @cython.locals(wire=Wire)
-    def _wake(self, port: str) -> None:
-        """``port``'s wake (``PortWake``): it may send a frame."""
+    def _wake(self, wake: PortWake) -> None:
+        """A port's wake (``PortWake``): it may send a frame."""
         if self.trace is not None:
             self._activity()
         # one frame per wake: a paced port's wire is busy until that frame has left, so a
         # second dequeue at the same instant would find it busy; the next wake comes at
         # next_send_time (an unpaced port never queues)
-        frame = self.switch.dequeue(port, self.engine.seconds())
+        frame = self.switch.dequeue_on(wake.state, self.engine.seconds())
         if frame is not None:
-            wire = self.wires[port]
-            wire.send(frame)
+            wake.wire.send(frame)
         control = self.switch.take_control()
         if control:
             self._send(control)
         touched = self.switch.take_touched()
-        touched.add(port)
+        touched.add(wake.state.name)
         self._arm(touched)
         # no _arm_tick: a departure only ends timers (an XON stops a refresh); a tick left
         # armed for one finds nothing to do and re-arms from next_timer
