@@ -46,5 +46,6 @@ cpdef parse(bytes frame)
 cpdef _parse6(bytes frame)
 @cython.locals(ethertype=int)
 cpdef parse(bytes frame)
-@cython.locals(opcode=int, at=Py_ssize_t, payload=Py_ssize_t)
+@cython.locals(opcode=int, at=Py_ssize_t, payload=Py_ssize_t, dqpn=cython.longlong,
+               psn=cython.longlong, ackreq=cython.bint, incoming=Incoming)
 cpdef _transport(bytes frame, Py_ssize_t bth_at, Py_ssize_t udp_len, bytes src_ip, long long ecn)

@@ -276,7 +276,13 @@ def _transport(frame: bytes, bth_at: int, udp_len: int, src_ip: bytes, ecn: int)
         at = bth_at + BTH_LEN
         aeth = (cython.cast(cython.longlong, frame[at]) << 24 | frame[at + 1] << 16
                 | frame[at + 2] << 8 | frame[at + 3])
-    return Incoming(src_ip, ecn, opcode,
-                    frame[bth_at + 5] << 16 | frame[bth_at + 6] << 8 | frame[bth_at + 7],
-                    frame[bth_at + 9] << 16 | frame[bth_at + 10] << 8 | frame[bth_at + 11],
-                    frame[bth_at + 8] >> 7 == 1, payload, aeth)
+    dqpn = frame[bth_at + 5] << 16 | frame[bth_at + 6] << 8 | frame[bth_at + 7]
+    psn = frame[bth_at + 9] << 16 | frame[bth_at + 10] << 8 | frame[bth_at + 11]
+    ackreq = frame[bth_at + 8] >> 7 == 1
+    if not cython.compiled:
+        return Incoming(src_ip, ecn, opcode, dqpn, psn, ackreq, payload, aeth)
+    # compiled, its fields set in C: the call boxed eight values for __init__ to unbox
+    incoming = Incoming.__new__(Incoming)
+    incoming.src_ip, incoming.ecn, incoming.opcode, incoming.dqpn = src_ip, ecn, opcode, dqpn
+    incoming.psn, incoming.ackreq, incoming.payload, incoming.aeth = psn, ackreq, payload, aeth
+    return incoming

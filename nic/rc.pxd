@@ -33,7 +33,8 @@ cdef class Requester:
     cpdef bint can_send(self)
     @cython.locals(index=cython.longlong, message=cython.longlong, part_index=cython.longlong,
                    offset=cython.longlong, payload=cython.longlong, last=cython.bint,
-                   retransmit=cython.bint, part=Py_ssize_t)
+                   retransmit=cython.bint, part=Py_ssize_t, ackreq=cython.bint,
+                   segment=Segment)
     cpdef next_segment(self, now)
     cpdef on_ack(self, psn, now)
     cpdef on_nak(self, psn, now)

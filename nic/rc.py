@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+import cython
+
 PSN_MODULO = 1 << 24
 Operation = Literal["write", "send"]
 
@@ -149,9 +151,17 @@ class Requester:
         stats.retransmitted += retransmit
         if self.deadline is None:
             self.deadline = now + self.rto_s
-        return Segment(self.psn_of(index), self.opcodes[part], payload,
-                       ackreq=last or self.nxt - self.una >= self.window, message=message,
-                       offset=offset, message_bytes=self.size, retransmit=retransmit)
+        ackreq = last or self.nxt - self.una >= self.window
+        if not cython.compiled:
+            return Segment(self.psn_of(index), self.opcodes[part], payload, ackreq=ackreq,
+                           message=message, offset=offset, message_bytes=self.size,
+                           retransmit=retransmit)
+        # compiled, its fields set in C: the call boxed eight values for __init__ to unbox
+        segment = Segment.__new__(Segment)
+        segment.psn, segment.opcode = self.psn_of(index), self.opcodes[part]
+        segment.payload, segment.ackreq, segment.message = payload, ackreq, message
+        segment.offset, segment.message_bytes, segment.retransmit = offset, self.size, retransmit
+        return segment
 
     def on_ack(self, psn: int, now: float) -> None:
         """A (coalesced) ACK: every packet up to and including ``psn`` arrived."""
