@@ -37,6 +37,7 @@ cdef class Forwarding:
     cpdef set take_touched(self)
     cpdef list take_control(self)
     cpdef bint timers_moved(self)
+    cdef inline int _mark_moved(self, port) except -1
     cpdef _ingress(self, PortState port, bytes frame, now, list out)
     cpdef _switched_in(self, PortState port, bytes frame, int ethertype, Py_ssize_t off,
                        int vid, int prio, cls, now, list out)

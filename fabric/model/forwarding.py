@@ -123,7 +123,7 @@ class Forwarding:
         if got is None:
             return None
         frame, charge, queue = got
-        self._moved.add(port)
+        self._mark_moved(port)
         egress = state.egress
         held = egress.buffers[queue]
         if held is not None:
@@ -194,6 +194,11 @@ class Forwarding:
 
     # --- pipeline ----------------------------------------------------------------------------
 
+    def _mark_moved(self, port: str) -> None:
+        """``port``'s sampled state may have moved (``sample_moved``), kept once traced."""
+        if self._moved is not None:
+            self._moved.add(port)
+
     @cython.locals(port=PortState, frame=bytes, size=cython.Py_ssize_t, counters=PortCounters,
                    buffer=PgBuffer, pg=cython.Py_ssize_t, ethertype=cython.int,
                    off=cython.Py_ssize_t, vid=cython.int, prio=cython.int, tci=cython.int)
@@ -237,7 +242,7 @@ class Forwarding:
         counters.pg_rx_bytes[pg] += size
         buffer = port.pgs[pg]
         admission = buffer.admit(size, now)
-        self._moved.add(port.name)
+        self._mark_moved(port.name)
         if admission is not ADMITTED:  # the usual answer; the others may pause or drop
             if admission.xoff:
                 sender = port.pfc[pg]
@@ -333,7 +338,7 @@ class Forwarding:
         else:
             port.egress.pause.on_pause(quanta[0], now)
         self._touched.add(port.name)
-        self._moved.add(port.name)
+        self._mark_moved(port.name)
         return FLOW_CONTROL
 
     def _send_pfc(self, port: PortState, quanta: dict[int, int], sender: PfcSender) -> None:
@@ -394,7 +399,7 @@ class Forwarding:
                                                  charge if cls is mine else None, now)
                         self._backlogged[port.name] = port
                         self._touched.add(port.name)
-                        self._moved.add(port.name)
+                        self._mark_moved(port.name)
                         continue
                     egress.count_drop(QUEUE_LIMIT, queue)
                 else:
@@ -425,14 +430,14 @@ class Forwarding:
         """A received frame's last copy is gone: its bytes leave its PG, and PGs that fall
         back to XON resume their upstream (PFC quanta 0)."""
         buffer.release(nbytes)
-        self._moved.add(buffer.port)
+        self._mark_moved(buffer.port)
         if buffer.pool.in_xoff:  # else no PG of the pool to resume: the per-frame case
             self._resume(buffer.pool, now)
 
     def _resume(self, pool: SharedPool, now: float) -> None:
         """Bytes left ``pool``: its PGs in XOFF that may resume send XON (PFC quanta 0)."""
         for resumed in self._buffers.resume(pool, now):
-            self._moved.add(resumed.port)
+            self._mark_moved(resumed.port)
             port = self._ports[resumed.port]
             sender = port.pfc[resumed.pg]
             self._send_pfc(port, sender.set_xon(now), sender)
@@ -452,7 +457,7 @@ class Forwarding:
         dropped = port.egress.scheduler.flush(queue)
         if not dropped:
             return
-        self._moved.add(port.name)
+        self._mark_moved(port.name)
         port.egress.count_drop(reason, queue, len(dropped))
         held = port.egress.buffers[queue]
         for frame, charge in dropped:

@@ -127,8 +127,10 @@ class Switch(Forwarding, SwitchControl, SwitchTimers, SwitchReport):
         self._touched: set[str] = set()  # ports whose send schedule may have moved earlier
         self._spare_touched: set[str] = set()  # what take_touched last gave, reused
         # ports whose sampled state (queues, PGs, XOFF, pauses received) may have moved since
-        # the last ``sample_moved``, and those it found paused (their pause counts down)
-        self._moved: set[str] = set()
+        # the last ``sample_moved``, and those it found paused (their pause counts down);
+        # None until a first ``sample_moved``: a switch nobody traces keeps none (four set
+        # insertions per frame)
+        self._moved: set[str] | None = None
         self._paused: set[str] = set()
         self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
         # the frame being received holds these bytes: (PG buffer, bytes, its class tuple,

@@ -33,7 +33,7 @@ class SwitchReport:
     _egress_pools: dict[str, EgressPool | SharedPool]
     _router: Router
     _router6: Router6
-    _moved: set[str]
+    _moved: set[str] | None
     _paused: set[str]
 
     def clear_fidelity(self) -> None:
@@ -113,6 +113,8 @@ class SwitchReport:
         a busy switch of 64 ports moves a few between two samples, and sampling every port
         cost the simulator four tenths of a 256-host incast."""
         moved, self._moved = self._moved, set()
+        if moved is None:  # the first call: nothing was kept before it
+            everything = True
         if not everything:
             moved |= self._paused
             ports = [name for name in ports if name in moved]

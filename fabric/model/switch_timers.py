@@ -33,7 +33,7 @@ class SwitchTimers:
     _vlans: dict[str, VlanBridge]
     _router: Router
     _router6: Router6
-    _moved: set[str]
+    _moved: set[str] | None
     _transmit: Callable[[list[tuple[PortState, bytes, tuple]],
                          tuple[PgBuffer, int, tuple] | None, float], None]
     _send_pfc: Callable[[PortState, dict[int, int], PfcSender], None]
@@ -70,7 +70,8 @@ class SwitchTimers:
         self._timers_moved = True
         polling = now >= self._watchdog_at
         if polling:  # a watchdog poll is due: every port, in order
-            self._moved.update(self._ports)  # a watchdog may have cut a pause short
+            if self._moved is not None:  # a watchdog may have cut a pause short
+                self._moved.update(self._ports)
             ports = self._ports.values()
         else:  # only PFC refreshes: the ports with one due, in the same order
             due = refresh.due(self._refreshes, now)
