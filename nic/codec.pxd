@@ -3,6 +3,7 @@
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.string cimport memcpy, memset
+from rocelab.fabric.model.frames cimport bytes_at
 from rocelab.nic.roce cimport bth_crc
 
 cdef extern from "zlib.h":
@@ -41,11 +42,9 @@ cpdef bytes _frame(Headers headers, long long opcode, long long dqpn, long long 
 cpdef bytes data_frame(Headers headers, long long dqpn, long long psn, long long opcode,
                        Py_ssize_t payload, bint ackreq, reth=*)
 cpdef bytes ack_frame(Headers headers, long long dqpn, long long psn, long long msn, bint nak=*)
-@cython.locals(total=Py_ssize_t)
+@cython.locals(total=Py_ssize_t, ethertype=int)
 cpdef parse(bytes frame)
 cpdef _parse6(bytes frame)
-@cython.locals(ethertype=int)
-cpdef parse(bytes frame)
 @cython.locals(opcode=int, at=Py_ssize_t, payload=Py_ssize_t, dqpn=cython.longlong,
                psn=cython.longlong, ackreq=cython.bint, incoming=Incoming)
 cpdef _transport(bytes frame, Py_ssize_t bth_at, Py_ssize_t udp_len, bytes src_ip, long long ecn)

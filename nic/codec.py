@@ -17,8 +17,11 @@ from zlib import crc32
 
 import cython
 
+from ..fabric.model import frames
+from ..fabric.model.frames import bytes_at
 from ..fabric.model.frames import internet_checksum as ipv4_checksum  # over an IPv4 header
-from .roce import AETH_CREDITS_INVALID, ROCE_V2_PORT, bth_crc, v2_headers_crc
+from . import roce
+from .roce import AETH_CREDITS_INVALID, bth_crc, v2_headers_crc
 from .rc import RETH_OPCODES
 
 ETH = struct.Struct("!6s6sH")
@@ -36,8 +39,10 @@ HEADERS_LEN = ETH.size + IPV4.size + UDP.size
 BTH_AT = HEADERS_LEN
 HEADERS6_LEN = ETH.size + IPV6.size + UDP.size
 BTH6_AT = HEADERS6_LEN
-ETH_P_IPV4 = 0x0800
-ETH_P_IPV6 = 0x86DD
+# C ints when compiled: a frame's fields are compared with them per received frame
+ETH_P_IPV4 = cython.declare(cython.int, frames.ETH_P_IPV4)
+ETH_P_IPV6 = cython.declare(cython.int, frames.ETH_P_IPV6)
+ROCE_V2_PORT = cython.declare(cython.int, roce.ROCE_V2_PORT)
 ICRC_LEN = 4
 # a data frame's bytes besides its payload: Ethernet, IPv4, UDP, BTH, RETH, ICRC
 FRAME_OVERHEAD = ETH.size + IPV4.size + UDP.size + BTH.size + RETH.size + ICRC_LEN
@@ -252,7 +257,7 @@ def parse(frame: bytes) -> Incoming | None:
     total = frame[16] << 8 | frame[17]
     if ETH_LEN + total > len(frame):  # truncated: not a whole packet
         return None
-    return _transport(frame, BTH_AT, total - 20, frame[26:30], frame[15] & 3)
+    return _transport(frame, BTH_AT, total - 20, bytes_at(frame, 26, 4), frame[15] & 3)
 
 
 def _parse6(frame: bytes) -> Incoming | None:

@@ -51,7 +51,7 @@ from ..fabric import afpacket
 from ..fabric.model.cable import DelayLine, propagation_s
 from ..fabric.realtime import realtime
 from . import settings as nics
-from . import codec, hostnet
+from . import codec, hostnet, roce
 from ..fabric.model.scheduler import Lateness
 from .core import FrameKind, Nic
 
@@ -176,7 +176,7 @@ def _hold_roce_port() -> socket.socket:
     queues a few datagrams into its smallest buffer and drops the rest silently."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
-    sock.bind(("0.0.0.0", codec.ROCE_V2_PORT))
+    sock.bind(("0.0.0.0", roce.ROCE_V2_PORT))
     return sock
 
 

@@ -6,6 +6,7 @@ from rocelab.fabric.model.pools cimport SharedPool
 from rocelab.fabric.model.counters cimport PortCounters
 from rocelab.fabric.model.egress cimport EgressPort
 from rocelab.fabric.model.egress_buffers cimport QueueBuffer
+from rocelab.fabric.model.frames cimport bytes_at
 from rocelab.fabric.model.ports cimport PortState
 from rocelab.fabric.model.router cimport Router
 from rocelab.fabric.model.router6 cimport Router6

@@ -44,7 +44,7 @@ from .egress import EgressPort
 from .egress_buffers import QUEUE_LIMIT, QueueBuffer
 from . import frames
 from .frames import (BROADCAST_MAC, IPV6_MULTICAST_MAC_PREFIX, LINK_LOCAL_PREFIX,
-                     MAC_CONTROL_PFC, parse_mac_control, pfc_frame)
+                     MAC_CONTROL_PFC, bytes_at, parse_mac_control, pfc_frame)
 from .interfaces import L3Interface
 from .pause import PfcSender
 from .pools import SharedPool
@@ -279,7 +279,7 @@ class Forwarding:
         if bridge is None:
             return VLAN_NOT_MEMBER
         if not frame[6] & 1:
-            bridge.learn(frame[6:12], port, now)
+            bridge.learn(bytes_at(frame, 6, 6), port, now)
         svi = bridge.svi
         if svi is not None and frame.startswith(self.router_mac):
             return self._l3_in(svi, port, frame, ethertype, off, prio, cls, out, now)
@@ -295,7 +295,7 @@ class Forwarding:
             if disposition is not FORWARDED and seen is TO_CPU:
                 disposition = TO_CPU
             return disposition
-        return bridge.forward(port, frame[0:6], frame, off, prio, cls, out, now)
+        return bridge.forward(port, bytes_at(frame, 0, 6), frame, off, prio, cls, out, now)
 
     def _routed_in(self, port: PortState, frame: bytes, ethertype: int, off: int, vid: int,
                    prio: int, cls: tuple, now: float, out: list) -> str:

@@ -181,3 +181,9 @@ def test_packet_flow_hash_reads_the_header_where_it_sits_with_salt_options_and_s
         for salt in (0, 1, 0xDEADBEEF, 0xFFFFFFFF):
             assert packet_flow_hash(eth + packet, 14, salt) == sliced(eth + packet, 14, salt)
     assert packet_flow_hash(eth + udp, 14, 5) != packet_flow_hash(eth + udp, 14, 6)
+
+
+def test_bytes_at_is_the_slice_inside_the_frame_and_past_its_end():
+    frame = bytes(range(20))
+    for start, n in ((0, 6), (6, 6), (14, 6), (18, 6), (20, 1), (25, 4), (3, 0)):
+        assert f.bytes_at(frame, start, n) == frame[start:start + n]
