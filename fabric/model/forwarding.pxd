@@ -18,7 +18,9 @@ cdef class Charge:
 
 # the state the per-frame path touches (the rest of a switch's is the subclass's own)
 cdef class Forwarding:
-    cdef public object hostname, _now, _charge, _buffers
+    cdef public object hostname, _now, _buffers, _charged_cls
+    cdef public PgBuffer _charged
+    cdef public long long _charged_bytes
     cdef public Router _router
     cdef public Router6 _router6
     cdef public bytes router_mac
@@ -48,7 +50,7 @@ cdef class Forwarding:
                  int prio, cls, list out, now)
     cpdef _mac_control_in(self, PortState port, bytes frame, now)
     cpdef _send_pfc(self, PortState port, quanta, sender)
-    cpdef _transmit(self, list out, received, now)
+    cpdef _transmit(self, list out, PgBuffer buffer, long long nbytes, mine, now)
     cpdef _discharge(self, Charge charge, now)
     cpdef _free(self, PgBuffer buffer, nbytes, now)
     cpdef _resume(self, pool, now)

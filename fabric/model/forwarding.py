@@ -93,16 +93,16 @@ class Forwarding:
         """``receive`` on the port's own state: the simulator's shells keep each port's,
         where a lookup by name per frame was a dictionary's work at every hop."""
         self._now = now
-        self._charge = None
+        self._charged = None
         out: list[tuple[PortState, bytes, tuple]] = []
         disposition = self._ingress(state, frame, now, out)
         if disposition is FORWARDED:
             state.counters.forwarded += 1
         else:
             state.counters.count(disposition)
-        charge, self._charge = self._charge, None
-        if out or charge is not None:
-            self._transmit(out, charge, now)
+        charged, self._charged = self._charged, None
+        if out or charged is not None:
+            self._transmit(out, charged, self._charged_bytes, self._charged_cls, now)
         control, self._control = self._control, []  # take_control, inlined
         return control
 
@@ -249,7 +249,8 @@ class Forwarding:
                 self._send_pfc(port, sender.set_xoff(now), sender)
             if not admission.accepted:
                 return admission.verdict
-        self._charge = (buffer, size, cls)
+        # held by the frame (three fields: a tuple and a boxed size per frame before)
+        self._charged, self._charged_bytes, self._charged_cls = buffer, size, cls
         role = port.role
         if role is SWITCHED:
             return self._switched_in(port, frame, ethertype, off, vid, prio, cls, now, out)
@@ -355,23 +356,22 @@ class Forwarding:
         for priority in quanta:
             port.pfc_tx[priority] += 1
 
-    @cython.locals(port=PortState, egress=EgressPort, held=QueueBuffer, buffer=PgBuffer,
-                   charge=Charge, counters=PortCounters, queue=cython.Py_ssize_t,
-                   size=cython.Py_ssize_t, pending=cython.Py_ssize_t)
-    def _transmit(self, out: list[tuple[PortState, bytes, tuple]],
-                  received: tuple[PgBuffer, int, tuple] | None, now: float) -> None:
+    @cython.locals(port=PortState, egress=EgressPort, held=QueueBuffer, charge=Charge,
+                   counters=PortCounters, queue=cython.Py_ssize_t, size=cython.Py_ssize_t,
+                   pending=cython.Py_ssize_t)
+    def _transmit(self, out: list[tuple[PortState, bytes, tuple]], buffer: PgBuffer | None,
+                  nbytes: int, mine: tuple | None, now: float) -> None:
         """The egress stage: every frame the forwarding decided to send passes here, with
         its ingress classification ``(tc, pg)`` (``CPU_CLASS`` for what the switch
         originated). The copies of the received frame (those carrying its class tuple,
-        ``received``) hold its ingress buffer bytes until the last one leaves; with no copy
+        ``mine``) hold its ``nbytes`` of ``buffer`` until the last one leaves; with no copy
         left (held for ARP, consumed, flooded nowhere) the bytes are freed at once. Frames
         released from elsewhere (ARP resolved, originated) hold nothing. A frame to an idle
         port cuts through (``PortScheduler.start_now``), into ``_control``; unpaced, all do.
         Copies are counted in ``pending`` until one has to wait in a queue: only then is
         a ``Charge`` made, which the queued copies share."""
-        mine, pending, charge = None, 0, None
-        if received is not None:
-            buffer, nbytes, mine = received
+        pending, charge = 0, None
+        if buffer is not None:
             if len(out) == 1:  # the usual: one copy (routed, unicast), no loop
                 pending = 1 if out[0][2] is mine else 0
             else:

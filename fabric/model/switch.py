@@ -133,9 +133,11 @@ class Switch(Forwarding, SwitchControl, SwitchTimers, SwitchReport):
         self._moved: set[str] | None = None
         self._paused: set[str] = set()
         self._control: list[tuple[str, bytes]] = []  # PFC frames to send now
-        # the frame being received holds these bytes: (PG buffer, bytes, its class tuple,
-        # which its forwarded copies carry as such)
-        self._charge: tuple[PgBuffer, int, tuple] | None = None
+        # the frame being received holds bytes of this PG buffer (None: none), this many,
+        # and its class tuple, which its forwarded copies carry as such
+        self._charged: PgBuffer | None = None
+        self._charged_bytes = 0
+        self._charged_cls: tuple | None = None
 
     def _port(self, name: str, where: str) -> PortState:
         port = self._ports.get(name)

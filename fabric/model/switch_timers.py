@@ -66,7 +66,7 @@ class SwitchTimers:
             for bridge in self._vlans.values():
                 bridge.sweep(now)
             self._next_sweep = now + FDB_SWEEP_INTERVAL_S
-        self._transmit(out, None, now)
+        self._transmit(out, None, 0, None, now)
         self._timers_moved = True
         polling = now >= self._watchdog_at
         if polling:  # a watchdog poll is due: every port, in order
