@@ -174,7 +174,8 @@ class Forwarding:
         The set is the caller's until the next call, which empties it and uses it again (a
         new set per frame was 1 % of the simulator's event loop)."""
         touched, given_before = self._touched, self._spare_touched
-        given_before.clear()
+        if given_before:  # clearing resets the table even when empty: 140 instructions
+            given_before.clear()
         self._touched, self._spare_touched = given_before, touched
         return touched
 

@@ -15,7 +15,8 @@ cdef class _Queue:
     cdef public bint strict
     cdef public long long quantum, deficit, depth, head_size
     cdef public double head_at
-    cdef public object entries
+    cdef public list entries
+    cdef public Py_ssize_t head
     cdef public tuple priorities
 
 cdef class PortScheduler:
@@ -42,7 +43,7 @@ cdef class PortScheduler:
     @cython.locals(q=_Queue, earliest=double, ready=double, held=double)
     cpdef double next_send_at(self)
     @cython.locals(q=_Queue, start=double, enqueued=double, head=tuple, lateness=Lateness,
-                   late=double)
+                   late=double, entries=list)
     cpdef object dequeue(self, double now)
     cdef inline bint _open(self, _Queue q, double now) except -1
     @cython.locals(q=_Queue)

@@ -31,7 +31,6 @@ start) is recorded in ``lateness``, the emulation's fidelity evidence (docs/desi
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -43,6 +42,8 @@ from .frames import ETH_HEADER_LEN, VLAN_TAG_LEN
 from .pause import PauseState
 
 NEVER = cython.declare(cython.double, math.inf)  # no queue ready: a C double when compiled
+# a queue's list drops its gone entries once this many, and half of it, are gone
+HEAD_COMPACT = cython.declare(cython.Py_ssize_t, 256)
 
 
 def wire_rate_bps(speed_mbps: int, time_scale: float) -> float:
@@ -125,8 +126,12 @@ class Lateness:
 
 
 class _Queue:
-    __slots__ = ("index", "strict", "quantum", "deficit", "entries", "depth", "head_at",
-                 "head_size", "priorities")
+    """One egress queue: its frames in order, ``entries[head:]`` (a list read from a head
+    index: compiled code appends to it and reads it in C, where a deque's methods were
+    called by name), and its DWRR state."""
+
+    __slots__ = ("index", "strict", "quantum", "deficit", "entries", "head", "depth",
+                 "head_at", "head_size", "priorities")
 
     def __init__(self, index: int, strict: bool, quantum: int,
                  priorities: tuple[int, ...]) -> None:
@@ -134,10 +139,11 @@ class _Queue:
         self.strict = strict
         self.quantum = quantum
         self.deficit = 0
-        self.entries: deque[tuple[bytes, Any, float]] = deque()  # (frame, meta, enqueued at)
+        self.entries: list[tuple[bytes, Any, float] | None] = []  # (frame, meta, enqueued at)
+        self.head = 0  # entries before it have left
         self.depth = 0  # bytes; a frame has some, so 0 is empty
         self.head_at = 0.0  # when the frame at the head was enqueued (while not empty)
-        self.head_size = 0  # its bytes: the DWRR pick reads them without touching the deque
+        self.head_size = 0  # its bytes: the DWRR pick reads them without touching the list
         self.priorities = priorities  # the PFC priorities whose pause holds it
 
 
@@ -219,7 +225,7 @@ class PortScheduler:
         emptied: no deficit, the pointer past it), and the watermark sees it as a frame that
         entered the empty queue and left. False, and nothing changed, otherwise.
 
-        This is the per-packet path of a port that keeps up, so it skips the queue's deque.
+        This is the per-packet path of a port that keeps up, so it skips the queue's list.
         """
         q = self.queues[queue]
         if self.packets or now < self.free_at or self._held_until(q) > now:
@@ -240,14 +246,16 @@ class PortScheduler:
         return self.queues[queue].depth
 
     def depth_packets(self, queue: int) -> int:
-        return len(self.queues[queue].entries)
+        q = self.queues[queue]
+        return len(q.entries) - q.head
 
     def flush(self, queue: int) -> list[tuple[bytes, Any]]:
         """Empty a queue and return what it held (the watchdog's drop action)."""
         q = self.queues[queue]
-        dropped = [(frame, meta) for frame, meta, _ in q.entries]
+        dropped = [(frame, meta) for frame, meta, _ in q.entries[q.head:]]
         self.packets -= len(dropped)
         q.entries.clear()
+        q.head = 0
         q.depth = 0
         q.deficit = 0
         return dropped
@@ -285,12 +293,21 @@ class PortScheduler:
         q = self._pick(now)
         if q is None:
             return None
-        frame, meta, enqueued = q.entries.popleft()
+        entries = q.entries
+        frame, meta, enqueued = entries[q.head]
         q.depth -= len(frame)
         if q.depth:
-            head = q.entries[0]
+            entries[q.head] = None  # gone: its frame is the caller's
+            q.head += 1
+            if q.head >= HEAD_COMPACT and 2 * q.head >= len(entries):
+                del entries[:q.head]  # the gone half dropped at once: amortised O(1)
+                q.head = 0
+            head = entries[q.head]
             q.head_at = head[2]
             q.head_size = len(head[0])
+        else:  # emptied (every frame has bytes)
+            entries.clear()
+            q.head = 0
         self.packets -= 1
         start = max(self.free_at, enqueued, self._held_until(q))
         late = now - start

@@ -308,3 +308,25 @@ def test_lateness_p99_is_a_tight_upper_bound(value_s):
         late.record(value_s)
     late.record(10 * value_s)  # the 1 % that p99 leaves out
     assert value_s <= late.percentile(0.99) <= value_s * 2 ** (1 / 8)
+
+
+def test_a_long_queue_leaves_in_order_and_counts_its_frames_across_compactions():
+    """A queue's frames sit in a list read from a head index, which drops the gone ones
+    once enough are gone (``HEAD_COMPACT``, 256): order, depth and the frame count hold
+    across that."""
+    sched = port({3: dwrr(1)})
+    total = 2000
+    sent, queued = [], 0
+    for i in range(total):
+        sched.enqueue(3, frame(64 + i % 7, i % 256), i, 0.0)
+        queued += 1
+        if i % 3 == 2:  # two in, one out: the list grows past its compaction point
+            sent.append(send_next(sched)[2])
+            queued -= 1
+        assert sched.depth_packets(3) == queued
+    while sched.next_send_time() is not None:
+        sent.append(send_next(sched)[2])
+    assert sent == [frame(64 + i % 7, i % 256) for i in range(total)]
+    assert sched.depth_packets(3) == 0 and sched.depth_bytes(3) == 0
+    sched.enqueue(3, frame(100), "again", 0.0)  # an emptied queue starts over
+    assert sched.depth_packets(3) == 1 and sched.flush(3) == [(frame(100), "again")]
