@@ -364,7 +364,7 @@ class Nic:
     def _after_rc(self, flow: SendFlow, now: float) -> None:
         """An ACK, a NAK or the retransmit timer moved the requester: it may be done, free
         to send again, or have a new deadline."""
-        if flow.rc.done:
+        if flow.rc.is_done():
             if flow.finished is None:
                 flow.finished = now
                 self._unfinished -= 1
@@ -400,7 +400,7 @@ class Nic:
                     due = cython.cast(ReceiveFlow, flow).rc.next_timer()
                 else:
                     sender = cython.cast(SendFlow, flow)
-                    if sender.rc.done:
+                    if sender.rc.is_done():
                         due = None
                     elif kind == RC_TIMER:
                         due = sender.rc.deadline
@@ -429,7 +429,7 @@ class Nic:
 
     @cython.locals(flow=SendFlow)
     def _arm_rp(self, flow: SendFlow, now: float) -> None:
-        if not flow.rc.done:
+        if not flow.rc.is_done():
             self._arm(flow, RP_TIMER, flow.rp.next_event(now))
 
     @cython.locals(timers=ArrayReady, kind=cython.longlong, receiver=ReceiveFlow,
@@ -453,7 +453,7 @@ class Nic:
                 sender = cython.cast(SendFlow, flow)
                 sender.rc.poll(now)
                 self._after_rc(sender, now)
-            elif not cython.cast(SendFlow, flow).rc.done:
+            elif not cython.cast(SendFlow, flow).rc.is_done():
                 self._follow_rate(flow, now)
                 self._arm_rp(flow, now)
         if self.started and now >= self._next_sample:
@@ -486,7 +486,7 @@ class Nic:
         """A point of the flow's rate series: at each cut and each sampling tick. False once
         the series can take no more (full, or the flow done: both for good)."""
         series = flow.rate_series
-        if len(series) >= 2 * self.max_rate_points or flow.rc.done:
+        if len(series) >= 2 * self.max_rate_points or flow.rc.is_done():
             return False
         flow.add_rate_point(now, flow.rate(now))
         return len(series) < 2 * self.max_rate_points

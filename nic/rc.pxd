@@ -31,6 +31,7 @@ cdef class Requester:
     cpdef long long psn_of(self, long long index)
     cpdef long long index_of(self, long long psn)
     cpdef bint can_send(self)
+    cpdef bint is_done(self)
     @cython.locals(index=cython.longlong, message=cython.longlong, part_index=cython.longlong,
                    offset=cython.longlong, payload=cython.longlong, last=cython.bint,
                    retransmit=cython.bint, part=Py_ssize_t, ackreq=cython.bint,

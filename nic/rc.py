@@ -106,6 +106,10 @@ class Requester:
 
     @property
     def done(self) -> bool:
+        return self.is_done()
+
+    def is_done(self) -> bool:
+        """``done`` as a call: compiled, a C call, where a property is looked up by name."""
         return self.una >= self.total or self.failed is not None
 
     @property

@@ -167,6 +167,7 @@ class Forwarding:
         """The ports with frames queued (the only ones worth a ``next_send_time``)."""
         return list(self._backlogged)
 
+    @cython.locals(touched=set, given_before=set)
     def take_touched(self) -> set[str]:
         """The ports whose ``next_send_time`` may have moved earlier since the last call (a
         frame queued, a pause or resume received): all an event loop that keeps one wake
@@ -174,8 +175,8 @@ class Forwarding:
         The set is the caller's until the next call, which empties it and uses it again (a
         new set per frame was 1 % of the simulator's event loop)."""
         touched, given_before = self._touched, self._spare_touched
-        if given_before:  # clearing resets the table even when empty: 140 instructions
-            given_before.clear()
+        while given_before:  # one or two names: a pop is 30 instructions, clear() 140
+            given_before.pop()
         self._touched, self._spare_touched = given_before, touched
         return touched
 
