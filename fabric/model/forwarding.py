@@ -74,6 +74,18 @@ class Charge:
 
 
 
+@cython.cfunc
+@cython.locals(charge=Charge)
+def _charge(buffer: PgBuffer, nbytes: int, copies: int) -> Charge:
+    """A ``Charge``: compiled, allocated and filled in C (a queued frame makes one; the
+    call boxed its counts for ``__init__`` to unbox)."""
+    if not cython.compiled:
+        return Charge(buffer, nbytes, copies)
+    charge = Charge.__new__(Charge)
+    charge.buffer, charge.nbytes, charge.copies = buffer, nbytes, copies
+    return charge
+
+
 class Forwarding:
     """The per-frame path and the state it runs on, which ``switch.Switch`` sets up."""
 
@@ -396,7 +408,7 @@ class Forwarding:
                     if held is None or held.take(size, cls is mine
                                                  and buffer.pool is held.pool):
                         if cls is mine and charge is None:
-                            charge = Charge(buffer, nbytes, pending)
+                            charge = _charge(buffer, nbytes, pending)
                         egress.scheduler.enqueue(queue, admitted,
                                                  charge if cls is mine else None, now)
                         self._backlogged[port.name] = port

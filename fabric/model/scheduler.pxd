@@ -30,9 +30,9 @@ cdef class PortScheduler:
     cdef public Py_ssize_t _rr
     cdef public bint _visiting
     cdef public dict _rr_after
-    @cython.locals(q=_Queue)
+    @cython.locals(q=_Queue, peak=cython.longlong)
     cpdef enqueue(self, Py_ssize_t queue, bytes frame, object meta, double now)
-    @cython.locals(q=_Queue, lateness=Lateness)
+    @cython.locals(q=_Queue, lateness=Lateness, peak=cython.longlong)
     cpdef bint start_now(self, Py_ssize_t queue, Py_ssize_t size, double now)
     cpdef double gate(self, Py_ssize_t queue)
     # the pick's helpers are C functions (no Python caller): a weighted pick visits each

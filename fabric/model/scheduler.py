@@ -213,7 +213,8 @@ class PortScheduler:
             q.head_at = now
             q.head_size = len(frame)
         q.depth += len(frame)
-        if q.depth > self.depth_peak[queue]:
+        peak = self.depth_peak[queue]  # read as a C integer: the comparison boxed the depth
+        if q.depth > peak:
             self.depth_peak[queue] = q.depth
         self.packets += 1
 
@@ -234,7 +235,8 @@ class PortScheduler:
         lateness.count += 1
         lateness.buckets[0] += 1
         self.free_at = now + size * 8 / self.rate_bps
-        if size > self.depth_peak[queue]:
+        peak = self.depth_peak[queue]
+        if size > peak:
             self.depth_peak[queue] = size
         if not q.strict:
             q.deficit = 0
