@@ -6,5 +6,5 @@ cdef class PauseTimer:
     cdef public object priority
     cdef public double quantum_s, until, began, paused_s
     cdef public dict received
-    cpdef bint on_frame(self, bytes frame, now)
-    cpdef settle(self, now)
+    cpdef bint on_frame(self, bytes frame, double now)
+    cpdef settle(self, double now)

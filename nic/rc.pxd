@@ -36,11 +36,11 @@ cdef class Requester:
                    offset=cython.longlong, payload=cython.longlong, last=cython.bint,
                    retransmit=cython.bint, part=Py_ssize_t, ackreq=cython.bint,
                    segment=Segment)
-    cpdef next_segment(self, now)
-    cpdef on_ack(self, psn, now)
-    cpdef on_nak(self, psn, now)
-    cpdef bint poll(self, now)
-    cpdef _acknowledge(self, upto, now)
+    cpdef next_segment(self, double now)
+    cpdef on_ack(self, long long psn, double now)
+    cpdef on_nak(self, long long psn, double now)
+    cpdef bint poll(self, double now)
+    cpdef _acknowledge(self, long long upto, double now)
 
 cdef class ResponderStats:
     cdef public long long packets, bytes, messages, duplicates, out_of_sequence, acks_sent
@@ -56,7 +56,8 @@ cdef class Responder:
     cdef public ResponderStats stats
     cdef public bint nak_sent
     @cython.locals(ahead=cython.longlong)
-    cpdef on_packet(self, psn, opcode, payload, ackreq, now=*)
+    cpdef on_packet(self, long long psn, long long opcode, long long payload, bint ackreq,
+                    double now=*)
     cpdef next_timer(self)
-    cpdef poll(self, now)
-    cpdef _reply(self, kind, psn)
+    cpdef poll(self, double now)
+    cpdef _reply(self, kind, long long psn)
