@@ -23,7 +23,10 @@ cdef class Headers:
     cdef public bytes eth, src, dst
     cdef public long long tos, sport, ttl
     cdef public dict _by_length, _crc_by_length
-    cpdef icrc_seed(self, Py_ssize_t length)
+    cdef public Py_ssize_t _head_length, _seed_length
+    cdef public bytes _head
+    cdef public unsigned int _seed
+    cpdef unsigned int icrc_seed(self, Py_ssize_t length) except? 0
     cpdef bytes for_transport(self, Py_ssize_t length)
 
 cpdef bytes _zeros(Py_ssize_t n)

@@ -123,7 +123,8 @@ def test_the_ip_header_is_cached_per_length_and_stays_right():
     a = codec.data_frame(h, DQPN, 1, 0x07, 100, ackreq=False)
     b = codec.data_frame(h, DQPN, 2, 0x07, 200, ackreq=False)
     c = codec.data_frame(h, DQPN, 3, 0x07, 100, ackreq=False)
-    for frame, psn, size in ((a, 1, 100), (b, 2, 200), (c, 3, 100)):
+    d = codec.data_frame(h, DQPN, 4, 0x07, 100, ackreq=False)  # the last length again
+    for frame, psn, size in ((a, 1, 100), (b, 2, 200), (c, 3, 100), (d, 4, 100)):
         assert_same(frame, bytes(packets.rc_write(flow(), DQPN, psn, bytes(size),
                                                   part="middle", ackreq=False,
                                                   ecn=roce.ECT0)))
