@@ -180,14 +180,14 @@ class Forwarding:
         return list(self._backlogged)
 
     @cython.locals(touched=set, given_before=set)
-    def take_touched(self) -> set[str]:
-        """The ports whose ``next_send_time`` may have moved earlier since the last call (a
-        frame queued, a pause or resume received): all an event loop that keeps one wake
-        per port must look at again after ``receive``, besides the port it just served.
-        The set is the caller's until the next call, which empties it and uses it again (a
-        new set per frame was 1 % of the simulator's event loop)."""
+    def take_touched(self) -> set[PortState]:
+        """The ports (their states) whose ``next_send_time`` may have moved earlier since the
+        last call (a frame queued, a pause or resume received): all an event loop that keeps
+        one wake per port must look at again after ``receive``, besides the port it just
+        served. The set is the caller's until the next call, which empties it and uses it
+        again (a new set per frame was 1 % of the simulator's event loop)."""
         touched, given_before = self._touched, self._spare_touched
-        while given_before:  # one or two names: a pop is 30 instructions, clear() 140
+        while given_before:  # one or two ports: a pop is 30 instructions, clear() 140
             given_before.pop()
         self._touched, self._spare_touched = given_before, touched
         return touched
@@ -352,7 +352,7 @@ class Forwarding:
             port.egress.pause.on_pfc(quanta, now)
         else:
             port.egress.pause.on_pause(quanta[0], now)
-        self._touched.add(port.name)
+        self._touched.add(port)
         self._mark_moved(port.name)
         return FLOW_CONTROL
 
@@ -412,7 +412,7 @@ class Forwarding:
                         egress.scheduler.enqueue(queue, admitted,
                                                  charge if cls is mine else None, now)
                         self._backlogged[port.name] = port
-                        self._touched.add(port.name)
+                        self._touched.add(port)
                         self._mark_moved(port.name)
                         continue
                     egress.count_drop(QUEUE_LIMIT, queue)

@@ -12,3 +12,4 @@ cdef class PortState:
     cdef public PortCounters counters
     cdef public EgressPort egress
     cdef public list pgs, pfc, pfc_tx
+    cdef public object runtime

@@ -28,7 +28,7 @@ class PortState:
 
     __slots__ = ("name", "admin_up", "link_up", "up", "mtu", "role", "native_vlan", "vlans",
                  "interface", "qos", "by_dscp", "by_prio", "queue_of", "counters", "egress",
-                 "pgs", "pfc", "pfc_tx")
+                 "pgs", "pfc", "pfc_tx", "runtime")
 
     def __init__(self, name: str, admin_up: bool, mtu: int, qos: PortClassifier) -> None:
         self.name = name
@@ -53,6 +53,9 @@ class PortState:
         self.pgs: list[PgBuffer] = []  # ingress buffer of each PG
         self.pfc: list[PfcSender | None] = []  # per PG: the PFC it sends (lossless PGs)
         self.pfc_tx = [0] * 8  # PFC frames sent, per priority
+        # what the runtime driving the switch keeps of the port (the simulator's wake and
+        # wire): the model never reads it; one attribute where a lookup by name per frame was
+        self.runtime: object = None
 
     def __repr__(self) -> str:
         return f"<PortState {self.name} {self.role} {'up' if self.up else 'down'}>"

@@ -11,13 +11,14 @@ cdef class SimSwitch:
     cdef public Engine engine
     cdef public Forwarding switch
     cdef public object name, ifaces, trace, _tick_at
-    cdef public dict wires, _wakes
+    cdef public dict wires
     cdef public long long _tick_gen, _trace_gen, _events, _sampled_events
     cdef public bint _sampling
     cpdef arrive(self, port, bytes frame)
     cpdef arrive_on(self, PortState state, bytes frame)
     cpdef _send(self, list out)
-    cpdef _arm(self, ports)
+    cpdef _arm(self, states)
+    cpdef _arm_backlogged(self)
     cpdef _wake(self, PortWake wake)
     cpdef _arm_tick(self)
 

@@ -69,7 +69,6 @@ class SimSwitch:
         self.switch = switch
         self.ifaces = ifaces  # SONiC port -> the clab interface it is wired as
         self.wires: dict[str, Wire] = {}  # SONiC port -> its outgoing wire
-        self._wakes: dict[str, PortWake] = {}  # port -> its wake, made at its first
         self._tick_at: int | None = None  # when the pending tick runs (ps); None: none
         self._tick_gen = 0
         self.trace: Trace | None = None
@@ -107,16 +106,17 @@ class SimSwitch:
             wire = wires[port]
             wire.send(frame)
 
-    @cython.locals(wake=PortWake, when=cython.longlong, at=cython.double)
-    def _arm(self, ports) -> None:
-        """A wake for each of ``ports`` that has frames queued, at its next send time,
-        unless one is armed at or before it."""
-        switch, wakes = self.switch, self._wakes
-        for port in ports:
-            wake = wakes.get(port)
+    @cython.locals(state=PortState, wake=PortWake, when=cython.longlong, at=cython.double)
+    def _arm(self, states) -> None:
+        """A wake for each of the ports (their states) that has frames queued, at its next
+        send time, unless one is armed at or before it. A port's wake is made at its first,
+        and kept as the port's ``runtime``: no lookup by name per frame."""
+        switch = self.switch
+        for state in states:
+            wake = state.runtime
             if wake is None:
-                wake = wakes[port] = PortWake(self, switch.port_state(port), self.wires.get(port))
-            at = switch.next_send_on(wake.state)
+                wake = state.runtime = PortWake(self, state, self.wires.get(state.name))
+            at = switch.next_send_on(state)
             if at == NOTHING_TO_SEND:
                 continue
             when = to_ps(at)
@@ -141,7 +141,7 @@ class SimSwitch:
         if control:
             self._send(control)
         touched = self.switch.take_touched()
-        touched.add(wake.state.name)
+        touched.add(wake.state)
         self._arm(touched)
         # no _arm_tick: a departure only ends timers (an XON stops a refresh); a tick left
         # armed for one finds nothing to do and re-arms from next_timer
@@ -170,7 +170,7 @@ class SimSwitch:
         switch, now = self.switch, self.engine.seconds()
         self._send(switch.tick(now))
         switch.take_touched()
-        self._arm(switch.backlogged())
+        self._arm_backlogged()
         due = switch.next_timer()
         if due is not None and due <= now:  # would tick at this instant for ever
             raise RuntimeError(f"{self.name}: Switch.next_timer is {due} after a tick at {now}")
@@ -179,8 +179,12 @@ class SimSwitch:
     def set_port_up(self, port: str, up: bool) -> None:
         self.switch.set_port_up(port, up)
         self.switch.take_touched()
-        self._arm(self.switch.backlogged())
+        self._arm_backlogged()
         self._arm_tick()
+
+    def _arm_backlogged(self) -> None:
+        """``_arm`` every port with frames queued (after a tick, or a port going up)."""
+        self._arm([self.switch.port_state(port) for port in self.switch.backlogged()])
 
     def set_watchdog_profile(self, profile: str) -> None:
         """The PFC watchdogs' time profile (``fabric.model.watchdog``); they poll at once."""
