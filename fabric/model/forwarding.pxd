@@ -33,7 +33,6 @@ cdef class Forwarding:
     cpdef dequeue(self, port, now)
     cpdef dequeue_on(self, PortState state, now)
     cpdef next_send_time(self, port)
-    cpdef double next_send_at(self, port) except? -1
     cpdef double next_send_on(self, PortState state) except? -1
     cpdef PortState port_state(self, port)
     cpdef list backlogged(self)

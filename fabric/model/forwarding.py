@@ -154,17 +154,13 @@ class Forwarding:
     def next_send_time(self, port: str) -> float | None:
         """When ``port`` can send its next frame (None: nothing queued, or its TX is
         disabled). A paused queue counts from the end of its pause."""
-        at = self.next_send_at(port)
+        at = self.next_send_on(self._ports[port])
         return None if at == math.inf else at
-
-    def next_send_at(self, port: str) -> float:
-        """``next_send_time`` as a C double, ``math.inf`` for None."""
-        return self.next_send_on(self._ports[port])
 
     @cython.locals(state=PortState, egress=EgressPort)
     def next_send_on(self, state: PortState) -> float:
-        """``next_send_at`` on the port's own state (``receive_on``): what the simulator
-        asks after every frame."""
+        """``next_send_time`` of the port's own state (``receive_on``) as a C double,
+        ``math.inf`` for None: what the simulator asks after every frame."""
         egress = state.egress
         return egress.scheduler.next_send_at() if egress.tx_enabled else math.inf
 

@@ -32,7 +32,7 @@ cdef class PortScheduler:
     cdef public dict _rr_after
     @cython.locals(q=_Queue, peak=cython.longlong)
     cpdef enqueue(self, Py_ssize_t queue, bytes frame, object meta, double now)
-    @cython.locals(q=_Queue, lateness=Lateness, peak=cython.longlong)
+    @cython.locals(q=_Queue, peak=cython.longlong)
     cpdef bint start_now(self, Py_ssize_t queue, Py_ssize_t size, double now)
     cpdef double gate(self, Py_ssize_t queue)
     # the pick's helpers are C functions (no Python caller): a weighted pick visits each
@@ -42,8 +42,7 @@ cdef class PortScheduler:
     cpdef object next_send_time(self)
     @cython.locals(q=_Queue, earliest=double, ready=double, held=double)
     cpdef double next_send_at(self)
-    @cython.locals(q=_Queue, start=double, enqueued=double, head=tuple, lateness=Lateness,
-                   late=double, entries=list)
+    @cython.locals(q=_Queue, start=double, enqueued=double, head=tuple, entries=list)
     cpdef object dequeue(self, double now)
     cdef inline bint _open(self, _Queue q, double now) except -1
     @cython.locals(q=_Queue)

@@ -231,9 +231,7 @@ class PortScheduler:
         q = self.queues[queue]
         if self.packets or now < self.free_at or self._held_until(q) > now:
             return False
-        lateness = self.lateness  # record(0.0), inlined: this frame left on time
-        lateness.count += 1
-        lateness.buckets[0] += 1
+        self.lateness.record(0.0)  # this frame left on time
         self.free_at = now + size * 8 / self.rate_bps
         peak = self.depth_peak[queue]
         if size > peak:
@@ -312,13 +310,7 @@ class PortScheduler:
             q.head = 0
         self.packets -= 1
         start = max(self.free_at, enqueued, self._held_until(q))
-        late = now - start
-        if late == 0.0:  # on time, as a simulated port always is: record(0.0), inlined
-            lateness = self.lateness
-            lateness.count += 1
-            lateness.buckets[0] += 1
-        else:
-            self.lateness.record(late)
+        self.lateness.record(now - start)
         self.free_at = start + len(frame) * 8 / self.rate_bps
         return frame, meta, q.index
 

@@ -26,7 +26,7 @@ from ...fabric.model.switch import Switch
 from .engine import Engine, Handler, to_ps
 from .link import Wire
 
-# ``Switch.next_send_at`` of a port with nothing queued or its TX disabled (a C double)
+# ``Switch.next_send_on`` of a port with nothing queued or its TX disabled (a C double)
 NOTHING_TO_SEND = cython.declare(cython.double, math.inf)
 
 
