@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .counters import FORWARDED, MTU_EXCEEDED, NO_EGRESS, PORT_DOWN, SAME_PORT
-from .frames import MIN_FRAME_LEN, VLAN_TCI, ETH_P_8021Q, pack_u16
+from .frames import MIN_FRAME_LEN, VLAN_TCI, ETH_P_8021Q, pack_u16, routed_ipv4
 
 if TYPE_CHECKING:
     from .ports import PortState
@@ -169,6 +169,30 @@ class VlanBridge:
         if sent:
             return FORWARDED
         return MTU_EXCEEDED if too_big else NO_EGRESS
+
+    def send_routed(self, dst: bytes, head: bytes, frame: bytes, off: int, total: int,
+                    prio: int, cls: tuple, out: list, now: float) -> str | None:
+        """``send``'s unicast case for an IPv4 packet the router forwards (``total`` bytes at
+        ``off`` of ``frame``) to ``dst``, whose untagged header is ``head``: the frame built
+        in one copy (``frames.routed_ipv4``), where the packet was copied out of the frame
+        and again into its encapsulation. None when ``dst`` is not in the FDB: ``send``
+        floods it."""
+        port = None if dst[0] & 1 else self.lookup(dst, now)
+        if port is None:
+            return None
+        if not port.up:
+            return PORT_DOWN
+        if total > port.mtu:
+            return MTU_EXCEEDED
+        mode = self.mode_of[port]
+        if mode != UNTAGGED:
+            head = b"".join((head[:12], self._tag(mode, prio), head[12:]))
+        routed = routed_ipv4(head, frame, off, total)
+        short = MIN_FRAME_LEN - 14 - total
+        if short > 0:  # padded before any tag, as ``encapsulate`` pads
+            routed += bytes(short)
+        out.append((port, routed, cls))
+        return FORWARDED
 
     def send(self, dst: bytes, src: bytes, ethertype: int, payload: bytes, prio: int,
              cls: tuple, out: list, now: float) -> str:

@@ -137,13 +137,13 @@ class Router(RouterBase):
         ihl = (vihl & 0x0F) << 2
         if vihl >> 4 != 4 or ihl < 20 or total < ihl or off + total > size:
             return IP_HEADER_ERROR
-        address = dst  # boxed once: the local addresses and the route cache both key on it
-        if address in self.local_ips:
+        address = dst  # boxed once: the route cache and the local addresses both key on it
+        hops = self._cache.get(address)  # never one of ours (``resolve``): asked first
+        if hops is None and address in self.local_ips:
             return self._local_in(frame, off, ihl, total, frag, proto, tos, src, dst, out, now)
         if ttl <= 1:
             self._time_exceeded(iface, frame, off, ihl, total, frag, proto, src, out, now)
             return TTL_EXPIRED
-        hops = self._cache.get(address)
         if hops is None:
             hops = self.resolve(address)
         if type(hops) is str:
@@ -162,6 +162,11 @@ class Router(RouterBase):
                 routed += bytes(46 - total)
             out.append((port, routed, cls))
             return FORWARDED
+        if nh.mac is not None and nh.iface.vlan is not None:  # behind an SVI: one copy too
+            disposition = nh.iface.vlan.send_routed(nh.mac, nh.head, frame, off, total, prio,
+                                                    cls, out, now)
+            if disposition is not None:
+                return disposition
         packet = routed_ipv4(b"", frame, off, total)
         return self._send_ip(nh, packet, prio, cls, ingress.counters, out, now)
 

@@ -190,6 +190,8 @@ class RouterBase:
         else:
             hops = tuple(self.neighbor(iface, dst if ip is None else ip)
                          for ip, iface in route.nexthops)
+        if dst in self.local_ips:  # the per-packet path asks the cache before the addresses
+            return hops
         if len(self._cache) >= ROUTE_CACHE_MAX:
             self._cache.clear()
         self._cache[dst] = hops

@@ -585,6 +585,19 @@ def test_icmp_echo_to_other_local_addresses_is_answered_from_them():
         assert len(out) == 1 and Ether(out[0][1])[IP].src == target
 
 
+def test_a_local_address_resolved_is_not_cached_as_a_route():
+    """The per-packet path asks the route cache before the local addresses, so a lookup of
+    one of ours (a reply the switch originates to itself) must leave the cache without it."""
+    sw = leaf1(loopback=True)
+    learn_h1(sw)
+    for target in ("10.1.1.1", "10.0.0.3", "10.255.0.1"):
+        sw._router.resolve(ip_int(target))
+        assert ip_int(target) not in sw._router._cache
+        ping = bytes(Ether(dst=RMAC, src=H1) / IP(src=H1_IP, dst=target) / ICMP(id=1, seq=1))
+        out = sw.receive("Ethernet8", ping, 1.0)
+        assert len(out) == 1 and Ether(out[0][1])[ICMP].type == 0  # an echo reply
+
+
 def test_small_generated_frames_are_padded_to_60_bytes():
     sw = leaf1()
     learn_h1(sw)
