@@ -3,8 +3,8 @@
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.string cimport memcpy, memset
-from rocelab.fabric.model.frames cimport bytes_at
-from rocelab.nic.roce cimport bth_crc
+from rocelab.fabric.model.frames cimport bytes_at, checksum_adjust
+from rocelab.nic.roce cimport bth_crc, v2_headers_crc
 
 cdef extern from "zlib.h":
     # zlib's own, linked by scripts/compile.py: Python's zlib.crc32 without the call
@@ -29,6 +29,8 @@ cdef class Headers:
     cpdef unsigned int icrc_seed(self, Py_ssize_t length) except? 0
     cpdef bytes for_transport(self, Py_ssize_t length)
 
+@cython.locals(at="unsigned char *", total=Py_ssize_t, new_total=Py_ssize_t, csum=cython.longlong)
+cdef bytes _relength(bytes head, Py_ssize_t length, Py_ssize_t new_length)
 cpdef bytes _zeros(Py_ssize_t n)
 cdef Py_ssize_t ETH_LEN, BTH_LEN, ICRC_LEN, HEADERS_LEN  # C constants to the per-frame code
 cdef bytes EXTENSION_LEN

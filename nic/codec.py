@@ -18,7 +18,7 @@ from zlib import crc32
 import cython
 
 from ..fabric.model import frames
-from ..fabric.model.frames import bytes_at
+from ..fabric.model.frames import bytes_at, checksum_adjust
 from ..fabric.model.frames import internet_checksum as ipv4_checksum  # over an IPv4 header
 from . import roce
 from .roce import AETH_CREDITS_INVALID, bth_crc, v2_headers_crc
@@ -89,8 +89,9 @@ class Headers:
             return self._seed
         seed = self._crc_by_length.get(length)
         if seed is None:
+            head = self.for_transport(length)
             seed = self._crc_by_length[length] = v2_headers_crc(
-                self.for_transport(length)[ETH_LEN:], not self.ipv6)
+                bytes_at(head, ETH_LEN, len(head) - ETH_LEN), not self.ipv6)
         self._seed_length, self._seed = length, seed
         return seed
 
@@ -100,7 +101,10 @@ class Headers:
         if length == self._head_length:
             return self._head
         cached = self._by_length.get(length)
-        if cached is None and self.ipv6:
+        if cached is None and not self.ipv6 and self._head_length >= 0:
+            cached = _relength(self._head, self._head_length, length)
+            self._by_length[length] = cached
+        elif cached is None and self.ipv6:
             ip6 = IPV6.pack(6 << 28 | self.tos << 20, 8 + length, 17, self.ttl, self.src,
                             self.dst)
             cached = self.eth + ip6 + UDP.pack(self.sport, ROCE_V2_PORT, 8 + length, 0)
@@ -113,6 +117,28 @@ class Headers:
             self._by_length[length] = cached
         self._head_length, self._head = length, cached
         return cached
+
+
+def _relength(head: bytes, length: int, new_length: int) -> bytes:
+    """IPv4 ``head`` (``Headers.for_transport(length)``) for ``new_length`` bytes after it:
+    a copy with the IP total length, its checksum (RFC 1624, ``frames.checksum_adjust``)
+    and the UDP length rewritten; compiled, in C, where packing it whole took some twenty
+    Python calls per QP and length (three per QP of an all-to-all)."""
+    total, new_total = 28 + length, 28 + new_length
+    if not cython.compiled:
+        out = bytearray(head)
+        csum = checksum_adjust(out[24] << 8 | out[25], total, new_total)
+        struct.pack_into("!H", out, 16, new_total)
+        struct.pack_into("!H", out, 24, csum)
+        struct.pack_into("!H", out, 38, 8 + new_length)
+        return bytes(out)
+    out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(head), HEADERS_LEN)
+    at = cython.cast(cython.p_uchar, PyBytes_AS_STRING(out))
+    csum = checksum_adjust(at[24] << 8 | at[25], total, new_total)
+    at[16], at[17] = new_total >> 8, new_total & 0xFF
+    at[24], at[25] = csum >> 8, csum & 0xFF
+    at[38], at[39] = (8 + new_length) >> 8, (8 + new_length) & 0xFF
+    return out
 
 
 def _zeros(n: int) -> bytes:

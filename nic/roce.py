@@ -168,7 +168,7 @@ def _mask_ip(hdr: bytearray, ipv4: bool) -> None:
     if ipv4:
         hdr[1] = 0xFF  # TOS: DSCP + ECN
         hdr[8] = 0xFF  # TTL
-        hdr[10:12] = b"\xff\xff"  # header checksum
+        hdr[10] = hdr[11] = 0xFF  # header checksum
     else:
         hdr[0] |= 0x0F  # traffic class, flow label (IPv6 or GRH)
         hdr[1:4] = b"\xff\xff\xff"
@@ -191,10 +191,12 @@ def _crc(frame: bytes, lay: _Layout) -> int:
 def v2_headers_crc(ip_udp: bytes, ipv4: bool) -> int:
     """The ICRC's running CRC after the pseudo-LRH and a RoCEv2 frame's IP and UDP headers
     (masked as ``icrc`` masks them): the part a sender's frames of one length share, so it
-    computes it once (``codec.Headers``) and goes on from the BTH (``bth_crc``)."""
+    computes it once per length (``codec.Headers``) and goes on from the BTH (``bth_crc``).
+    Compiled, the masking is C stores into the copy."""
     hdr = bytearray(ip_udp)
     _mask_ip(hdr, ipv4)
-    hdr[-2:] = b"\xff\xff"  # UDP checksum
+    size = len(hdr)
+    hdr[size - 2] = hdr[size - 1] = 0xFF  # UDP checksum
     return crc32(hdr, _LRH_CRC)
 
 
