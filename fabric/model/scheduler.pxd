@@ -6,7 +6,7 @@ from rocelab.fabric.model.pause cimport PauseState
 cdef class Lateness:
     cdef public long long count
     cdef public double total, max
-    cdef public list buckets
+    cdef public long long[::1] buckets
     @cython.locals(bucket=Py_ssize_t)
     cpdef record(self, double seconds)
 

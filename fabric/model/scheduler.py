@@ -31,6 +31,7 @@ start) is recorded in ``lateness``, the emulation's fidelity evidence (docs/desi
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -94,8 +95,12 @@ class Lateness:
         self.count = 0
         self.total = 0.0
         self.max = 0.0
-        self.buckets = [0] * self.BUCKETS
+        # 64-bit counts, a C array to the compiled code (a list's count was a new int per
+        # frame past 256)
+        self.buckets = array("q", bytes(8 * self.BUCKETS))
 
+    @cython.boundscheck(False)  # bucket is within BUCKETS
+    @cython.wraparound(False)
     def record(self, seconds: float) -> None:
         self.count += 1
         self.total += seconds
