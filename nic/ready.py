@@ -124,21 +124,25 @@ def _sift_up(at, keys, i: int) -> None:
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.locals(at="double[::1]", keys="long long[::1]", i=cython.Py_ssize_t,
-               child=cython.Py_ssize_t, size=cython.Py_ssize_t)
+               child=cython.Py_ssize_t, parent=cython.Py_ssize_t, size=cython.Py_ssize_t)
 def _sift_down(at, keys, size: int) -> None:
-    """The first entry gone: the last (entry ``size``, past the heap now) sifted down from
-    the top."""
+    """The first entry gone: the gap moved down to a leaf, then the last entry (``size``,
+    past the heap now) sifted up from there, as ``heapq`` pops (the engine's heap, which
+    says why)."""
     i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
+    child = 1
+    while child < size:
         if child + 1 < size and _before(at, keys, child + 1, child):
             child += 1
-        if _before(at, keys, size, child):
-            break
         _move(at, keys, i, child)
         i = child
+        child = 2 * i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not _before(at, keys, size, parent):
+            break
+        _move(at, keys, i, parent)
+        i = parent
     _move(at, keys, i, size)
 
 

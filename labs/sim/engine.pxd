@@ -12,6 +12,7 @@ cdef class ArrayHeap:
     cdef long long[::1] _keys, _free
     cdef list _handlers, _args
     cdef Py_ssize_t _size
+    cdef public long long firing
     cpdef long long earliest(self)
     cpdef push(self, long long when, long long seq, Handler handler, arg)
     cpdef _grow(self)
@@ -23,7 +24,8 @@ cdef class Engine:
     cdef long long _seq
     cdef public object events
     cdef bint _halted
-    cpdef later(self, long long when_ps, Handler handler, arg)
+    cpdef long long later(self, long long when_ps, Handler handler, arg) except? -1
+    cpdef long long firing(self)
     cpdef double seconds(self)
 
 cpdef long long to_ps(double seconds) except? -1

@@ -106,6 +106,7 @@ class TupleHeap:
 
     def __init__(self) -> None:
         self._items: list[tuple[int, int, Handler, Any]] = []
+        self.firing = -1  # the sequence number of the event being handled
 
     def __len__(self) -> int:
         return len(self._items)
@@ -119,7 +120,7 @@ class TupleHeap:
 
     def fire_next(self) -> None:
         """Take the next event off the heap and run it."""
-        _, _, handler, arg = heapq.heappop(self._items)
+        _, self.firing, handler, arg = heapq.heappop(self._items)
         handler.fire(arg)
 
 
@@ -192,21 +193,26 @@ def _sift_up(keys, i: int, when: int, seq: int, slot: int) -> None:
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.locals(keys="long long[::1]", i=cython.Py_ssize_t, child=cython.Py_ssize_t,
-               size=cython.Py_ssize_t)
+               parent=cython.Py_ssize_t, size=cython.Py_ssize_t)
 def _sift_down(keys, size: int) -> None:
-    """The first entry gone: the last (entry ``size``, past the heap now) sifted down from
-    the top."""
+    """The first entry gone: the gap it left moved down to a leaf along the earlier child,
+    then the last entry (``size``, past the heap now) sifted up from there, as ``heapq``
+    pops: the last entry is late, so it rarely climbs, and each level costs one comparison
+    where stopping on the way down cost two."""
     i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
+    child = 1
+    while child < size:
         if child + 1 < size and _before(keys, child + 1, child):
             child += 1
-        if _before(keys, size, child):
-            break
         _move(keys, i, child)
         i = child
+        child = 2 * i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not _before(keys, size, parent):
+            break
+        _move(keys, i, parent)
+        i = parent
     _move(keys, i, size)
 
 
@@ -223,6 +229,7 @@ class ArrayHeap:
         self._args: list[Any] = [None] * HEAP_START
         self._free = array("q", range(HEAP_START))
         self._size = 0
+        self.firing = -1  # the sequence number of the event being handled
 
     def __len__(self) -> int:
         return self._size
@@ -263,6 +270,7 @@ class ArrayHeap:
     def fire_next(self) -> None:
         """Take the next event off the heap and run it."""
         first = self._keys[2]
+        self.firing = self._keys[1]
         self._size -= 1
         self._free[len(self._handlers) - self._size - 1] = first
         _sift_down(self._keys, self._size)
@@ -302,12 +310,20 @@ class Engine:
         self.later(self.now_ps + max(delay_ps, 0), Call(handler, args), None)
 
     @cython.locals(seq=cython.longlong)
-    def later(self, when_ps: int, handler: Handler, arg: Any) -> None:
+    def later(self, when_ps: int, handler: Handler, arg: Any) -> int:
         """The per-frame path's ``at``: ``handler.fire(arg)`` at ``when_ps``, which is known
-        not to be in the past (a wire's arrivals, a million a minute)."""
+        not to be in the past (a wire's arrivals, a million a minute). Returns the event's
+        sequence number, which ``firing`` gives while it is handled."""
         seq = self._seq
         self._seq = seq + 1
         self._heap.push(when_ps, seq, handler, arg)
+        return seq
+
+    def firing(self) -> int:
+        """The sequence number of the event being handled: a handler that re-arms (a port's
+        wake) keeps its latest event's (``later``) and ignores the others, superseded,
+        without numbering its own generations (a boxed integer per wake)."""
+        return self._heap.firing
 
     def halt(self) -> None:
         """Make the running ``run`` return True once the event being handled is done: a

@@ -9,11 +9,11 @@ cdef class SimHost(Handler):
     cdef public object name, config, macs, arp_retry_ps, nic_iface
     cdef public Nic nic
     cdef public dict wires, neighbours, _waiting, replies, _mine6, _groups6
-    cdef public long long _gen, seen, _wake_at
+    cdef public long long _seq, seen, _wake_at
     cdef public bint _wake_armed
     cpdef arrive(self, iface, bytes frame)
     cpdef kick(self)
-    cpdef fire(self, gen)
+    cpdef fire(self, arg)
 
 cdef class IfaceIn(Handler):
     cdef public SimHost host

@@ -90,7 +90,7 @@ class SimHost(Handler):
         self.nic_iface: str | None = None
         self._wake_armed = False  # a NIC wake is pending, at _wake_at (ps)
         self._wake_at = 0
-        self._gen = 0  # the pending wake's generation: older ones return at once
+        self._seq = -1  # the pending wake's event (``Engine.later``): others return at once
         self.seen = 0  # frames received
 
     @property
@@ -307,13 +307,12 @@ class SimHost(Handler):
         when = max(to_ps(at), engine.now_ps + 1)
         if self._wake_armed and engine.now_ps < self._wake_at <= when:
             return
-        self._gen += 1
         self._wake_armed, self._wake_at = True, when
-        engine.later(when, self, self._gen)  # after now: at's check is not needed
+        self._seq = engine.later(when, self, None)  # after now: at's check is not needed
 
-    def fire(self, gen: int) -> None:
+    def fire(self, arg: None) -> None:
         """The NIC's wake."""
-        if not self._wake_armed or gen != self._gen:
+        if not self._wake_armed or self.engine.firing() != self._seq:
             return
         self._wake_armed = False
         if self.nic is not None:

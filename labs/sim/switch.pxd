@@ -18,6 +18,7 @@ cdef class SimSwitch:
     cpdef arrive_on(self, PortState state, bytes frame)
     cpdef _send(self, list out)
     cpdef _arm(self, states)
+    cpdef _arm_one(self, PortWake wake)
     cpdef _arm_backlogged(self)
     cpdef _wake(self, PortWake wake)
     cpdef _arm_tick(self)
@@ -27,8 +28,8 @@ cdef class PortWake(Handler):
     cdef public PortState state
     cdef public Wire wire
     cdef public bint armed
-    cdef public long long at, gen
-    cpdef fire(self, gen)
+    cdef public long long at, seq
+    cpdef fire(self, arg)
 
 cdef class PortIn(Handler):
     cdef public SimSwitch shell

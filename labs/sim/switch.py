@@ -32,8 +32,8 @@ NOTHING_TO_SEND = cython.declare(cython.double, math.inf)
 
 class PortWake(Handler):
     """One port of the shell: its state in the model, its outgoing wire, and its pending
-    wake: when it comes and its generation (an event of an older generation was superseded
-    by an earlier wake and returns at once)."""
+    wake: when it comes and its event's sequence number (``Engine.later``; any other event
+    of the port's was superseded by an earlier wake and returns at once)."""
 
     def __init__(self, shell: SimSwitch, state: PortState, wire: Wire | None) -> None:
         self.shell = shell
@@ -41,10 +41,10 @@ class PortWake(Handler):
         self.wire = wire
         self.armed = False
         self.at = 0  # ps, while armed
-        self.gen = 0
+        self.seq = -1  # the pending wake's event
 
-    def fire(self, gen: int) -> None:
-        if self.armed and gen == self.gen:
+    def fire(self, arg: None) -> None:
+        if self.armed and self.shell.engine.firing() == self.seq:
             self.armed = False
             self.shell._wake(self)
 
@@ -106,26 +106,30 @@ class SimSwitch:
             wire = wires[port]
             wire.send(frame)
 
-    @cython.locals(state=PortState, wake=PortWake, when=cython.longlong, at=cython.double)
+    @cython.locals(state=PortState, wake=PortWake)
     def _arm(self, states) -> None:
-        """A wake for each of the ports (their states) that has frames queued, at its next
-        send time, unless one is armed at or before it. A port's wake is made at its first,
-        and kept as the port's ``runtime``: no lookup by name per frame."""
-        switch = self.switch
+        """A wake for each of the ports (their states) that has frames queued (``_arm_one``).
+        A port's wake is made at its first, and kept as the port's ``runtime``: no lookup by
+        name per frame."""
         for state in states:
             wake = state.runtime
             if wake is None:
                 wake = state.runtime = PortWake(self, state, self.wires.get(state.name))
-            at = switch.next_send_on(state)
-            if at == NOTHING_TO_SEND:
-                continue
-            when = to_ps(at)
-            if wake.armed and wake.at <= when:
-                continue
-            wake.armed = True
-            wake.at = when
-            wake.gen += 1
-            self.engine.later(max(when, self.engine.now_ps), wake, wake.gen)
+            self._arm_one(wake)
+
+    @cython.locals(when=cython.longlong, at=cython.double)
+    def _arm_one(self, wake: PortWake) -> None:
+        """The port's wake at its next send time, unless it has nothing to send or a wake
+        is armed at or before it."""
+        at = self.switch.next_send_on(wake.state)
+        if at == NOTHING_TO_SEND:
+            return
+        when = to_ps(at)
+        if wake.armed and wake.at <= when:
+            return
+        wake.armed = True
+        wake.at = when
+        wake.seq = self.engine.later(max(when, self.engine.now_ps), wake, None)
 
     def _wake(self, wake: PortWake) -> None:
         """A port's wake (``PortWake``): it may send a frame."""
@@ -141,8 +145,9 @@ class SimSwitch:
         if control:
             self._send(control)
         touched = self.switch.take_touched()
-        touched.add(wake.state)
-        self._arm(touched)
+        if touched:
+            self._arm(touched)
+        self._arm_one(wake)
         # no _arm_tick: a departure only ends timers (an XON stops a refresh); a tick left
         # armed for one finds nothing to do and re-arms from next_timer
 

@@ -52,6 +52,23 @@ def test_a_handler_halts_the_run_after_its_event_and_the_next_run_goes_on():
     assert seen == ["a", "b", "c"] and engine.now_ps == 100
 
 
+def test_an_event_knows_its_sequence_number_and_a_superseded_one_can_tell():
+    """``later`` numbers each event and ``firing`` gives the number while it is handled: a
+    handler that re-arms keeps its latest and ignores the rest (the shells' wakes)."""
+    engine, fired = Engine(), []
+
+    class Wake(Handler):
+        def fire(self, arg) -> None:
+            fired.append((engine.now_ps, engine.firing() == self.armed))
+
+    wake = Wake()
+    first = engine.later(50, wake, None)
+    wake.armed = engine.later(20, wake, None)  # earlier: the one at 50 is superseded
+    assert wake.armed == first + 1
+    engine.run(100)
+    assert fired == [(20, True), (50, False)]
+
+
 def test_the_heap_keeps_time_and_scheduling_order_as_it_grows_and_empties():
     """Past the heap's first room (it grows while events run), with ties and events a
     handler schedules for its own instant: the order is (time, order of scheduling)."""
