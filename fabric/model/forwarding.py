@@ -175,18 +175,27 @@ class Forwarding:
         """The ports with frames queued (the only ones worth a ``next_send_time``)."""
         return list(self._backlogged)
 
-    @cython.locals(touched=set, given_before=set)
-    def take_touched(self) -> set[PortState]:
+    @cython.locals(touched=list, given_before=list, state=PortState)
+    def take_touched(self) -> list[PortState]:
         """The ports (their states) whose ``next_send_time`` may have moved earlier since the
-        last call (a frame queued, a pause or resume received): all an event loop that keeps
-        one wake per port must look at again after ``receive``, besides the port it just
-        served. The set is the caller's until the next call, which empties it and uses it
-        again (a new set per frame was 1 % of the simulator's event loop)."""
+        last call (a frame queued, a pause or resume received), each once, in the order
+        first touched: all an event loop that keeps one wake per port must look at again
+        after ``receive``, besides the port it just served. The list is the caller's until
+        the next call, which empties it and uses it again. A list with a flag per port: a
+        set's insertions and pops were 2 % of the simulator's event loop."""
         touched, given_before = self._touched, self._spare_touched
-        while given_before:  # one or two ports: a pop is 30 instructions, clear() 140
-            given_before.pop()
+        if given_before:
+            del given_before[:]
+        for state in touched:
+            state.touched = False
         self._touched, self._spare_touched = given_before, touched
         return touched
+
+    def _touch(self, port: PortState) -> None:
+        """``port``'s send schedule may have moved earlier (``take_touched``)."""
+        if not port.touched:
+            port.touched = True
+            self._touched.append(port)
 
     def take_control(self) -> list[tuple[str, bytes]]:
         """Frames to put on the wire now: PFC raised since the last call (XON after
@@ -348,7 +357,7 @@ class Forwarding:
             port.egress.pause.on_pfc(quanta, now)
         else:
             port.egress.pause.on_pause(quanta[0], now)
-        self._touched.add(port)
+        self._touch(port)
         self._mark_moved(port.name)
         return FLOW_CONTROL
 
@@ -408,7 +417,7 @@ class Forwarding:
                         egress.scheduler.enqueue(queue, admitted,
                                                  charge if cls is mine else None, now)
                         self._backlogged[port.name] = port
-                        self._touched.add(port)
+                        self._touch(port)
                         self._mark_moved(port.name)
                         continue
                     egress.count_drop(QUEUE_LIMIT, queue)

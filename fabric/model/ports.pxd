@@ -6,7 +6,7 @@ from rocelab.fabric.model.egress cimport EgressPort
 cdef class PortState:
     cdef public object name, role, native_vlan, interface, qos
     cdef public list by_dscp, by_prio, queue_of  # classify.PortClassifier's (by_dscp: or None)
-    cdef public bint admin_up, link_up, up
+    cdef public bint admin_up, link_up, up, touched
     cdef public long long mtu
     cdef public dict vlans
     cdef public PortCounters counters

@@ -26,7 +26,7 @@ class SwitchControl:
     _ports: dict[str, PortState]
     _router: Router
     _router6: Router6
-    _touched: set[PortState]
+    _touched: list[PortState]
     _port: Callable[[str, str], PortState]
     _flush: Callable[[PortState, int, float, str], None]
 
@@ -46,7 +46,7 @@ class SwitchControl:
         if enabled:  # the wire starts at ``now``: it was not idle while disabled
             scheduler.free_at = now
             if scheduler.packets:
-                self._touched.add(self._ports[port])
+                self._touch(self._ports[port])
         else:  # a wire busy for ever: nothing cuts through or is dequeued
             scheduler.free_at = float("inf")
         egress.tx_enabled = enabled
