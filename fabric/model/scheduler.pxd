@@ -10,6 +10,12 @@ cdef class Lateness:
     @cython.locals(bucket=Py_ssize_t)
     cpdef record(self, double seconds)
 
+cdef class _Entry:
+    cdef public bytes frame
+    cdef public object meta
+    cdef public double at
+    cdef public Py_ssize_t size
+
 cdef class _Queue:
     cdef public Py_ssize_t index
     cdef public bint strict
@@ -42,7 +48,8 @@ cdef class PortScheduler:
     cpdef object next_send_time(self)
     @cython.locals(q=_Queue, earliest=double, ready=double, held=double)
     cpdef double next_send_at(self)
-    @cython.locals(q=_Queue, start=double, enqueued=double, head=tuple, entries=list)
+    @cython.locals(q=_Queue, start=double, enqueued=double, entry=_Entry, head=_Entry,
+                   entries=list, size=Py_ssize_t)
     cpdef object dequeue(self, double now)
     cdef inline bint _open(self, _Queue q, double now) except -1
     @cython.locals(q=_Queue)

@@ -130,6 +130,32 @@ class Lateness:
                 "p99_s": self.percentile(0.99)}
 
 
+class _Entry:
+    """A queued frame, what travels with it, when it was queued and its size: one object
+    whose fields the compiled code reads in C. A tuple of the three, its enqueue time
+    boxed, was three objects to reach (each away from the cache by the time the frame
+    leaves) for the next frame's time and size."""
+
+    __slots__ = ("frame", "meta", "at", "size")
+
+    def __init__(self, frame: bytes, meta: Any, at: float) -> None:
+        self.frame = frame
+        self.meta = meta
+        self.at = at
+        self.size = len(frame)
+
+
+@cython.cfunc
+@cython.locals(entry=_Entry)
+def _entry(frame: bytes, meta: Any, at: float) -> _Entry:
+    """An ``_Entry``: compiled, allocated and filled in C (no boxed arguments)."""
+    if not cython.compiled:
+        return _Entry(frame, meta, at)
+    entry = _Entry.__new__(_Entry)
+    entry.frame, entry.meta, entry.at, entry.size = frame, meta, at, len(frame)
+    return entry
+
+
 class _Queue:
     """One egress queue: its frames in order, ``entries[head:]`` (a list read from a head
     index: compiled code appends to it and reads it in C, where a deque's methods were
@@ -144,7 +170,7 @@ class _Queue:
         self.strict = strict
         self.quantum = quantum
         self.deficit = 0
-        self.entries: list[tuple[bytes, Any, float] | None] = []  # (frame, meta, enqueued at)
+        self.entries: list[_Entry | None] = []
         self.head = 0  # entries before it have left
         self.depth = 0  # bytes; a frame has some, so 0 is empty
         self.head_at = 0.0  # when the frame at the head was enqueued (while not empty)
@@ -213,7 +239,7 @@ class PortScheduler:
 
     def enqueue(self, queue: int, frame: bytes, meta: Any, now: float) -> None:
         q = self.queues[queue]
-        q.entries.append((frame, meta, now))
+        q.entries.append(_entry(frame, meta, now))
         if not q.depth:
             q.head_at = now
             q.head_size = len(frame)
@@ -257,7 +283,7 @@ class PortScheduler:
     def flush(self, queue: int) -> list[tuple[bytes, Any]]:
         """Empty a queue and return what it held (the watchdog's drop action)."""
         q = self.queues[queue]
-        dropped = [(frame, meta) for frame, meta, _ in q.entries[q.head:]]
+        dropped = [(entry.frame, entry.meta) for entry in q.entries[q.head:]]
         self.packets -= len(dropped)
         q.entries.clear()
         q.head = 0
@@ -299,8 +325,9 @@ class PortScheduler:
         if q is None:
             return None
         entries = q.entries
-        frame, meta, enqueued = entries[q.head]
-        q.depth -= len(frame)
+        entry = entries[q.head]
+        frame, enqueued, size = entry.frame, entry.at, entry.size
+        q.depth -= size
         if q.depth:
             entries[q.head] = None  # gone: its frame is the caller's
             q.head += 1
@@ -308,16 +335,16 @@ class PortScheduler:
                 del entries[:q.head]  # the gone half dropped at once: amortised O(1)
                 q.head = 0
             head = entries[q.head]
-            q.head_at = head[2]
-            q.head_size = len(head[0])
+            q.head_at = head.at
+            q.head_size = head.size
         else:  # emptied (every frame has bytes)
             entries.clear()
             q.head = 0
         self.packets -= 1
         start = max(self.free_at, enqueued, self._held_until(q))
         self.lateness.record(now - start)
-        self.free_at = start + len(frame) * 8 / self.rate_bps
-        return frame, meta, q.index
+        self.free_at = start + size * 8 / self.rate_bps
+        return frame, entry.meta, q.index
 
     def _open(self, q: _Queue, now: float) -> bool:
         """Whether ``q`` has a frame and no pause holds it at ``now``."""
