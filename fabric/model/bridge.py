@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import cython
+
 from .counters import FORWARDED, MTU_EXCEEDED, NO_EGRESS, PORT_DOWN, SAME_PORT
 from .frames import MIN_FRAME_LEN, VLAN_TCI, ETH_P_8021Q, pack_u16, routed_ipv4
 
@@ -32,6 +34,9 @@ MODES = {"untagged": UNTAGGED, "tagged": TAGGED, "priority_tagged": PRIORITY_TAG
 MODE_NAMES = {v: k for k, v in MODES.items()}
 
 FDB_AGE_S = 300.0  # SONiC's default FDB aging time
+# the least Ethernet payload, a C constant when compiled (a routed frame's padding is
+# reckoned per frame)
+MIN_PAYLOAD = cython.declare(cython.Py_ssize_t, MIN_FRAME_LEN - 14)
 
 
 class VlanBridge:
@@ -188,7 +193,7 @@ class VlanBridge:
         if mode != UNTAGGED:
             head = b"".join((head[:12], self._tag(mode, prio), head[12:]))
         routed = routed_ipv4(head, frame, off, total)
-        short = MIN_FRAME_LEN - 14 - total
+        short = MIN_PAYLOAD - total
         if short > 0:  # padded before any tag, as ``encapsulate`` pads
             routed += bytes(short)
         out.append((port, routed, cls))

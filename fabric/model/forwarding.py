@@ -75,7 +75,7 @@ class Charge:
 
 
 @cython.cfunc
-@cython.locals(charge=Charge)
+@cython.locals(charge=Charge, nbytes=cython.longlong, copies=cython.longlong)
 def _charge(buffer: PgBuffer, nbytes: int, copies: int) -> Charge:
     """A ``Charge``: compiled, allocated and filled in C (a queued frame makes one; the
     call boxed its counts for ``__init__`` to unbox)."""

@@ -35,8 +35,9 @@ from .classify import CPU_CLASS
 from .counters import (ARP_NOT_FOR_US, ARP_QUEUE_FULL, ARP_UNRESOLVED, FORWARDED,
                        IP_HEADER_ERROR, MALFORMED, MTU_EXCEEDED, NON_IP_TO_ROUTER, TO_CPU,
                        TTL_EXPIRED)
+from . import frames
 from .ecmp import packet_flow_hash
-from .frames import (ARP_REPLY, ARP_REQUEST, BROADCAST_MAC, ETH_P_ARP, ETH_P_IPV4,
+from .frames import (ARP_REPLY, ARP_REQUEST, BROADCAST_MAC,
                      ICMP_ECHO_REQUEST, ICMP_ERROR_TYPES, ICMP_TIME_EXCEEDED, IPPROTO_ICMP,
                      ZERO_MAC, arp_packet, icmp_echo_reply, icmp_error, ipv4_packet,
                      parse_arp, routed_ipv4)
@@ -45,6 +46,11 @@ from .neighbors import ARP_RETRY_S, ARP_TRIES
 from .ports import PortState
 from .router_base import RouterBase
 from .routes import Route
+
+# the EtherTypes ``l3_in`` compares a frame's with, C ints when compiled (an imported name
+# is a Python object: each comparison boxed the frame's)
+ETH_P_ARP = cython.declare(cython.int, frames.ETH_P_ARP)
+ETH_P_IPV4 = cython.declare(cython.int, frames.ETH_P_IPV4)
 
 if TYPE_CHECKING:
     from ..config import StaticRoute

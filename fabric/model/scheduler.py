@@ -146,7 +146,7 @@ class _Entry:
 
 
 @cython.cfunc
-@cython.locals(entry=_Entry)
+@cython.locals(entry=_Entry, at=cython.double)
 def _entry(frame: bytes, meta: Any, at: float) -> _Entry:
     """An ``_Entry``: compiled, allocated and filled in C (no boxed arguments)."""
     if not cython.compiled:
