@@ -51,7 +51,7 @@ class SimRunning:
         jitter = to_ps(START_JITTER_FABRIC_S * lab.time_scale)
         for name, nic in self.nics.items():
             host = lab.net.hosts[name]
-            host.nic, host.nic_iface = nic, specs[name]["iface"]
+            host.attach(nic, specs[name]["iface"])
             engine.at(engine.now_ps + lab.rng.randrange(jitter + 1), self._start, host)
         self.poll_ps = to_ps(DONE_POLL_FABRIC_S * lab.time_scale)
         engine.after(self.poll_ps, self._look)
@@ -124,7 +124,7 @@ class SimRunning:
                                "kernel_rx_drops": 0, "tx_errors": 0}
                         for name, nic in self.nics.items()}
             for name in self.nics:
-                self.lab.net.hosts[name].nic = None
+                self.lab.net.hosts[name].attach(None, None)
         return done, now - self.t0
 
 

@@ -8,6 +8,7 @@ cdef class SimHost(Handler):
     cdef public Engine engine
     cdef public object name, config, macs, arp_retry_ps, nic_iface
     cdef public Nic nic
+    cdef public Wire nic_wire
     cdef public dict wires, neighbours, _waiting, replies, _mine6, _groups6
     cdef public long long _seq, seen, _wake_at
     cdef public bint _wake_armed

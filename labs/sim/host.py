@@ -86,8 +86,9 @@ class SimHost(Handler):
             self._mine6[iface] = ips
             self._groups6[iface] = {multicast_mac6(ALL_NODES6),
                                     *(multicast_mac6(solicited_node6(ip)) for ip in ips)}
-        self.nic = None  # a nic.core.Nic while flows run (labs.runtimes.sim)
+        self.nic = None  # a nic.core.Nic while flows run (labs.runtimes.sim): ``attach``
         self.nic_iface: str | None = None
+        self.nic_wire: Wire | None = None  # the NIC's interface's wire
         self._wake_armed = False  # a NIC wake is pending, at _wake_at (ps)
         self._wake_at = 0
         self._seq = -1  # the pending wake's event (``Engine.later``): others return at once
@@ -97,6 +98,11 @@ class SimHost(Handler):
     def address(self) -> IPInterface | None:
         """The host's address as a live one reports it: its first IPv4, else first IPv6."""
         return next(iter(self.config.interfaces()), None)
+
+    def attach(self, nic, iface: str | None) -> None:
+        """Drive ``nic`` on ``iface`` (None, None: no NIC any more)."""
+        self.nic, self.nic_iface = nic, iface
+        self.nic_wire = None if iface is None else self.wires[iface]
 
     # --- receiving --------------------------------------------------------------------
 
@@ -298,7 +304,7 @@ class SimHost(Handler):
         if nic is None:
             return
         now = engine.seconds()
-        wire = self.wires[self.nic_iface]
+        wire = self.nic_wire
         while (frame := nic.dequeue(now)) is not None:
             wire.send(frame)
         at = nic.wake_at(now)
