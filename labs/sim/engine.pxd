@@ -1,6 +1,11 @@
 # Types for the compiled build (compiled.py): Cython compiles engine.py, unchanged, with
 # these declarations; the pure-Python module ignores this file. TupleHeap, the
 # interpreter's heap, stays an ordinary class.
+cdef extern from *:
+    void __builtin_prefetch(const void *address) nogil
+cdef extern from "Python.h":
+    void *PyList_GET_ITEM_PTR "PyList_GET_ITEM"(object, Py_ssize_t)  # borrowed, untouched
+
 cdef class Handler:
     cpdef fire(self, arg)
 

@@ -277,7 +277,23 @@ class ArrayHeap:
         # the slot is free again before the handler runs (it may schedule into it)
         handler, self._handlers[first] = self._handlers[first], None
         arg, self._args[first] = self._args[first], None
+        if self._size:  # the next event's objects start on their way into the cache
+            _prefetch(self._handlers, self._args, self._keys[2])
         handler.fire(arg)
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+@cython.returns(cython.void)
+@cython.locals(handlers=list, args=list, slot=cython.Py_ssize_t)
+def _prefetch(handlers, args, slot: int) -> None:
+    """Compiled: ask the CPU for the handler and argument of the event in ``slot`` while
+    this one runs. Each event's objects were last touched thousands of events ago; reading
+    them when their turn came was a cache miss at every event."""
+    if cython.compiled:
+        __builtin_prefetch(PyList_GET_ITEM_PTR(handlers, slot))
+        __builtin_prefetch(PyList_GET_ITEM_PTR(args, slot))
 
 
 class Engine:
