@@ -26,7 +26,8 @@ cdef class Forwarding:
     cdef public bytes router_mac
     cdef public dict _ports, _backlogged
     cdef public set _moved
-    cdef public list _touched, _spare_touched, _control, _refreshes
+    cdef public PortState _touched
+    cdef public list _control, _refreshes
     cdef public bint _paced, _refresh_moved, _timers_moved
     cpdef list receive(self, port, frame, now)
     cpdef list receive_on(self, PortState state, frame, now)
@@ -36,7 +37,7 @@ cdef class Forwarding:
     cpdef double next_send_on(self, PortState state) except? -1
     cpdef PortState port_state(self, port)
     cpdef list backlogged(self)
-    cpdef list take_touched(self)
+    cpdef PortState take_touched(self)
     cpdef _touch(self, PortState port)
     cpdef list take_control(self)
     cpdef bint timers_moved(self)

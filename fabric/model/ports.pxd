@@ -12,4 +12,5 @@ cdef class PortState:
     cdef public PortCounters counters
     cdef public EgressPort egress
     cdef public list pgs, pfc, pfc_tx
+    cdef public PortState next_touched
     cdef public object runtime

@@ -28,7 +28,7 @@ class PortState:
 
     __slots__ = ("name", "admin_up", "link_up", "up", "mtu", "role", "native_vlan", "vlans",
                  "interface", "qos", "by_dscp", "by_prio", "queue_of", "counters", "egress",
-                 "pgs", "pfc", "pfc_tx", "touched", "runtime")
+                 "pgs", "pfc", "pfc_tx", "touched", "next_touched", "runtime")
 
     def __init__(self, name: str, admin_up: bool, mtu: int, qos: PortClassifier) -> None:
         self.name = name
@@ -53,7 +53,10 @@ class PortState:
         self.pgs: list[PgBuffer] = []  # ingress buffer of each PG
         self.pfc: list[PfcSender | None] = []  # per PG: the PFC it sends (lossless PGs)
         self.pfc_tx = [0] * 8  # PFC frames sent, per priority
-        self.touched = False  # in the switch's touched list (``Forwarding.take_touched``)
+        # among the ports the switch touched, and the one touched before it
+        # (``Forwarding.take_touched``)
+        self.touched = False
+        self.next_touched: PortState | None = None
         # what the runtime driving the switch keeps of the port (the simulator's wake and
         # wire): the model never reads it; one attribute where a lookup by name per frame was
         self.runtime: object = None

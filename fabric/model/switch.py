@@ -124,8 +124,8 @@ class Switch(Forwarding, SwitchControl, SwitchTimers, SwitchReport):
                         for b in port.pgs]
         self._init_timers()
         self._backlogged: dict[str, PortState] = {}  # ports with frames queued
-        self._touched: list[PortState] = []  # ports whose send schedule may move earlier
-        self._spare_touched: list[PortState] = []  # what take_touched last gave, reused
+        # the last port whose send schedule may have moved earlier; it links the others
+        self._touched: PortState | None = None
         # ports whose sampled state (queues, PGs, XOFF, pauses received) may have moved since
         # the last ``sample_moved``, and those it found paused (their pause counts down);
         # None until a first ``sample_moved``: a switch nobody traces keeps none (four set

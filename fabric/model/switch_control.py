@@ -26,7 +26,7 @@ class SwitchControl:
     _ports: dict[str, PortState]
     _router: Router
     _router6: Router6
-    _touched: list[PortState]
+    _touched: PortState | None
     _port: Callable[[str, str], PortState]
     _flush: Callable[[PortState, int, float, str], None]
 

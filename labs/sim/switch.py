@@ -94,8 +94,8 @@ class SimSwitch:
         if out:  # most frames wait in a queue: nothing to send, no port touched but theirs
             self._send(out)
         touched = switch.take_touched()
-        if touched:
-            self._arm(touched)
+        if touched is not None:
+            self._arm_touched(touched)
         if switch.timers_moved():  # an XOFF starts its refresh timer
             self._arm_tick()
 
@@ -106,16 +106,20 @@ class SimSwitch:
             wire = wires[port]
             wire.send(frame)
 
-    @cython.locals(state=PortState, wake=PortWake)
-    def _arm(self, states) -> None:
-        """A wake for each of the ports (their states) that has frames queued (``_arm_one``).
-        A port's wake is made at its first, and kept as the port's ``runtime``: no lookup by
-        name per frame."""
-        for state in states:
-            wake = state.runtime
-            if wake is None:
-                wake = state.runtime = PortWake(self, state, self.wires.get(state.name))
-            self._arm_one(wake)
+    @cython.locals(state=PortState)
+    def _arm_touched(self, state: PortState | None) -> None:
+        """``_arm_one`` each port ``Switch.take_touched`` gave, following their links."""
+        while state is not None:
+            self._arm_one(self._wake_of(state))
+            state = state.next_touched
+
+    def _wake_of(self, state: PortState) -> PortWake:
+        """The port's wake, made at its first and kept as the port's ``runtime``: no
+        lookup by name per frame."""
+        wake = state.runtime
+        if wake is None:
+            wake = state.runtime = PortWake(self, state, self.wires.get(state.name))
+        return wake
 
     @cython.locals(when=cython.longlong, at=cython.double)
     def _arm_one(self, wake: PortWake) -> None:
@@ -145,8 +149,8 @@ class SimSwitch:
         if control:
             self._send(control)
         touched = self.switch.take_touched()
-        if touched:
-            self._arm(touched)
+        if touched is not None:
+            self._arm_touched(touched)
         self._arm_one(wake)
         # no _arm_tick: a departure only ends timers (an XON stops a refresh); a tick left
         # armed for one finds nothing to do and re-arms from next_timer
@@ -188,8 +192,9 @@ class SimSwitch:
         self._arm_tick()
 
     def _arm_backlogged(self) -> None:
-        """``_arm`` every port with frames queued (after a tick, or a port going up)."""
-        self._arm([self.switch.port_state(port) for port in self.switch.backlogged()])
+        """``_arm_one`` every port with frames queued (after a tick, or a port going up)."""
+        for port in self.switch.backlogged():
+            self._arm_one(self._wake_of(self.switch.port_state(port)))
 
     def set_watchdog_profile(self, profile: str) -> None:
         """The PFC watchdogs' time profile (``fabric.model.watchdog``); they poll at once."""
