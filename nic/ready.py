@@ -124,10 +124,10 @@ def _sift_up(at, keys, i: int) -> None:
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.locals(at="double[::1]", keys="long long[::1]", i=cython.Py_ssize_t,
-               child=cython.Py_ssize_t, parent=cython.Py_ssize_t, size=cython.Py_ssize_t)
+               child=cython.Py_ssize_t, size=cython.Py_ssize_t)
 def _sift_down(at, keys, size: int) -> None:
     """The first entry gone: the gap moved down to a leaf, then the last entry (``size``,
-    past the heap now) sifted up from there, as ``heapq`` pops (the engine's heap, which
+    past the heap now) put there and sifted up, as ``heapq`` pops (the engine's heap, which
     says why)."""
     i = 0
     child = 1
@@ -137,13 +137,8 @@ def _sift_down(at, keys, size: int) -> None:
         _move(at, keys, i, child)
         i = child
         child = 2 * i + 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not _before(at, keys, size, parent):
-            break
-        _move(at, keys, i, parent)
-        i = parent
     _move(at, keys, i, size)
+    _sift_up(at, keys, i)
 
 
 class ArrayReady:
