@@ -127,7 +127,7 @@ class VlanBridge:
         """A frame built by the switch (routed or originated) for a member with ``mode``,
         padded to the 60-byte minimum before any tag goes in. One join: the payload is
         copied once."""
-        short = MIN_FRAME_LEN - 14 - len(payload)
+        short = MIN_PAYLOAD - len(payload)
         pad = bytes(short) if short > 0 else b""
         if mode == UNTAGGED:
             return b"".join((dst, src, pack_u16(ethertype), payload, pad))

@@ -5,7 +5,7 @@ from rocelab.fabric.model.ports cimport PortState
 
 cdef class Neighbor:
     # read per routed frame: the ready header, the MAC, where it goes out
-    cdef public bytes mac, head, l2
+    cdef public bytes mac, head
     cdef public L3Interface iface
     cdef public PortState port
     cdef public object ip, ethertype, state, expires, tries, next_retry

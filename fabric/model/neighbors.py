@@ -30,11 +30,11 @@ class Neighbor:
     """An ARP or NDP entry: next hop or directly connected host, its MAC and its timers.
 
     ``head`` is the ready-made untagged Ethernet header (MACs + EtherType) once resolved,
-    and ``l2`` the same when the neighbour sits behind a routed port (behind an SVI, the
-    FDB picks the port and its tagging), so a routed frame is built in one copy.
+    so a routed frame is built in one copy: as it is behind a routed port (``port``),
+    tagged or not as the FDB's port wants behind an SVI.
     """
 
-    __slots__ = ("ip", "iface", "port", "mac", "head", "l2", "state", "expires", "tries",
+    __slots__ = ("ip", "iface", "port", "mac", "head", "state", "expires", "tries",
                  "next_retry", "pending", "ethertype")
 
     def __init__(self, ip: int, iface: L3Interface, ethertype: int = ETH_P_IPV4) -> None:
@@ -44,7 +44,6 @@ class Neighbor:
         self.port = iface.port  # None behind an SVI: the port comes from the FDB
         self.mac: bytes | None = None
         self.head: bytes | None = None
-        self.l2: bytes | None = None
         self.state = NEW
         self.expires = 0.0
         self.tries = 0
@@ -55,8 +54,6 @@ class Neighbor:
     def resolved(self, mac: bytes, now: float) -> None:
         self.mac = mac
         self.head = mac + self.iface.router_mac + U16.pack(self.ethertype)
-        if self.port is not None:
-            self.l2 = self.head
         self.state = REACHABLE
         self.expires = now + ARP_LIFETIME_S
         self.tries = 0

@@ -123,7 +123,7 @@ class Router(RouterBase):
     @cython.locals(frame=bytes, off=cython.Py_ssize_t, size=cython.Py_ssize_t,
                    ihl=cython.Py_ssize_t, total=cython.Py_ssize_t, vihl=cython.int,
                    frag=cython.int, ttl=cython.int, proto=cython.int,
-                   port=PortState, l2=bytes)
+                   port=PortState, head=bytes)
     def ipv4_in(self, iface: L3Interface, ingress: PortState, frame: bytes, off: int,
                 prio: int, cls: tuple, out: list, now: float) -> str:
         """Route one IPv4 packet (the per-packet hot path: keep it lean)."""
@@ -158,21 +158,22 @@ class Router(RouterBase):
             nh = hops[0]
         else:
             nh = hops[packet_flow_hash(frame, off, self.ecmp_salt) % len(hops)]
-        l2 = nh.l2
-        if l2 is not None:  # resolved next hop behind a routed port: the common case
+        head = nh.head
+        if head is not None:  # resolved: the frame is built in one copy
             port = nh.port
-            if total > port.mtu:
-                return MTU_EXCEEDED
-            routed = routed_ipv4(l2, frame, off, total)
-            if total < 46:  # the ingress frame's Ethernet padding was not carried over
-                routed += bytes(46 - total)
-            out.append((port, routed, cls))
-            return FORWARDED
-        if nh.mac is not None and nh.iface.vlan is not None:  # behind an SVI: one copy too
-            disposition = nh.iface.vlan.send_routed(nh.mac, nh.head, frame, off, total, prio,
-                                                    cls, out, now)
-            if disposition is not None:
-                return disposition
+            if port is None:  # behind an SVI: the FDB has the port (unlearned: flooded)
+                disposition = nh.iface.vlan.send_routed(nh.mac, head, frame, off, total,
+                                                        prio, cls, out, now)
+                if disposition is not None:
+                    return disposition
+            else:  # behind a routed port: the common case
+                if total > port.mtu:
+                    return MTU_EXCEEDED
+                routed = routed_ipv4(head, frame, off, total)
+                if total < 46:  # the ingress frame's Ethernet padding was not carried over
+                    routed += bytes(46 - total)
+                out.append((port, routed, cls))
+                return FORWARDED
         packet = routed_ipv4(b"", frame, off, total)
         return self._send_ip(nh, packet, prio, cls, ingress.counters, out, now)
 

@@ -160,12 +160,11 @@ class Router6(RouterBase):
         else:
             nh = hops[flow_hash6(frame, off, self.ecmp_salt, self.hash_flow_label)
                       % len(hops)]
-        l2 = nh.l2
-        if l2 is not None:  # resolved next hop behind a routed port: the common case
-            port = nh.port
+        head, port = nh.head, nh.port
+        if head is not None and port is not None:  # resolved, behind a routed port
             if total > port.mtu:
                 return MTU_EXCEEDED
-            out.append((port, b"".join((l2, frame[off:off + 7], _HOP_BYTE[hlim - 1],
+            out.append((port, b"".join((head, frame[off:off + 7], _HOP_BYTE[hlim - 1],
                                         frame[off + 8:off + total])), cls))
             return FORWARDED
         packet = b"".join((frame[off:off + 7], _HOP_BYTE[hlim - 1], frame[off + 8:off + total]))
