@@ -29,10 +29,12 @@ cdef class Headers:
     cpdef unsigned int icrc_seed(self, Py_ssize_t length) except? 0
     cpdef bytes for_transport(self, Py_ssize_t length)
 
-@cython.locals(at="unsigned char *", total=Py_ssize_t, new_total=Py_ssize_t, csum=cython.longlong)
+@cython.locals(at="unsigned char *", total=Py_ssize_t, new_total=Py_ssize_t,
+               udp_length=Py_ssize_t, csum=cython.longlong)
 cdef bytes _relength(bytes head, Py_ssize_t length, Py_ssize_t new_length)
 cpdef bytes _zeros(Py_ssize_t n)
 cdef Py_ssize_t ETH_LEN, BTH_LEN, ICRC_LEN, HEADERS_LEN  # C constants to the per-frame code
+cdef Py_ssize_t TOTAL_AT, CHECKSUM_AT, UDP_LENGTH_AT, IPV4_LEN, IP_UDP_LEN
 cdef bytes EXTENSION_LEN
 cdef unsigned int PKEY_DEFAULT
 cdef const unsigned int[::1] _ZERO_RUN_TABLES, _ZERO_RUN_CONSTANTS

@@ -39,6 +39,11 @@ HEADERS_LEN = ETH.size + IPV4.size + UDP.size
 BTH_AT = HEADERS_LEN
 HEADERS6_LEN = ETH.size + IPV6.size + UDP.size
 BTH6_AT = HEADERS6_LEN
+# what a frame's length changes in its IPv4 headers (``_relength``): the IP total length
+# (IP and UDP headers included), the IP header checksum and the UDP length
+TOTAL_AT, CHECKSUM_AT = ETH.size + 2, ETH.size + 10
+UDP_LENGTH_AT = ETH.size + IPV4.size + 4
+IPV4_LEN, IP_UDP_LEN = IPV4.size, IPV4.size + UDP.size
 # C ints when compiled: a frame's fields are compared with them per received frame
 ETH_P_IPV4 = cython.declare(cython.int, frames.ETH_P_IPV4)
 ETH_P_IPV6 = cython.declare(cython.int, frames.ETH_P_IPV6)
@@ -124,20 +129,21 @@ def _relength(head: bytes, length: int, new_length: int) -> bytes:
     a copy with the IP total length, its checksum (RFC 1624, ``frames.checksum_adjust``)
     and the UDP length rewritten; compiled, in C, where packing it whole took some twenty
     Python calls per QP and length (three per QP of an all-to-all)."""
-    total, new_total = 28 + length, 28 + new_length
+    total, new_total = IP_UDP_LEN + length, IP_UDP_LEN + new_length
+    udp_length = new_total - IPV4_LEN
     if not cython.compiled:
         out = bytearray(head)
-        csum = checksum_adjust(out[24] << 8 | out[25], total, new_total)
-        struct.pack_into("!H", out, 16, new_total)
-        struct.pack_into("!H", out, 24, csum)
-        struct.pack_into("!H", out, 38, 8 + new_length)
+        csum = checksum_adjust(out[CHECKSUM_AT] << 8 | out[CHECKSUM_AT + 1], total, new_total)
+        struct.pack_into("!H", out, TOTAL_AT, new_total)
+        struct.pack_into("!H", out, CHECKSUM_AT, csum)
+        struct.pack_into("!H", out, UDP_LENGTH_AT, udp_length)
         return bytes(out)
     out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(head), HEADERS_LEN)
     at = cython.cast(cython.p_uchar, PyBytes_AS_STRING(out))
-    csum = checksum_adjust(at[24] << 8 | at[25], total, new_total)
-    at[16], at[17] = new_total >> 8, new_total & 0xFF
-    at[24], at[25] = csum >> 8, csum & 0xFF
-    at[38], at[39] = (8 + new_length) >> 8, (8 + new_length) & 0xFF
+    csum = checksum_adjust(at[CHECKSUM_AT] << 8 | at[CHECKSUM_AT + 1], total, new_total)
+    at[TOTAL_AT], at[TOTAL_AT + 1] = new_total >> 8, new_total & 0xFF
+    at[CHECKSUM_AT], at[CHECKSUM_AT + 1] = csum >> 8, csum & 0xFF
+    at[UDP_LENGTH_AT], at[UDP_LENGTH_AT + 1] = udp_length >> 8, udp_length & 0xFF
     return out
 
 
